@@ -1,0 +1,53 @@
+# kuberl — `make demo` and `make test` are the two commands a newcomer needs.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+# Reinstall whenever the pinned dependencies change.
+STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+CLUSTER_DIR ?= .cluster
+PYTEST_ARGS ?=
+
+.PHONY: help setup lint format crds test test-unit demo cluster-bin cluster-up cluster-down clean
+
+help:
+	@echo "make demo   - run the demo end to end (see README)"
+	@echo "make test   - install everything needed and run the whole suite"
+	@echo "make setup | lint | format | crds | cluster-bin | cluster-up | cluster-down"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[operator,runtime,dev]'
+	@rm -f $(VENV)/.installed-* && touch $@
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+format: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+crds: setup
+	$(BIN)/kuberl crd -o crds/rltrainingjobs.kuberl.io.yaml
+
+test: setup
+	$(MAKE) --no-print-directory lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-unit: setup
+	$(PY) -m pytest -m "not cluster and not e2e and not runtime" $(PYTEST_ARGS)
+
+# Until the end-to-end demo lands, `make demo` runs the most complete path that exists.
+demo: setup
+	@bash hack/demo.sh
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

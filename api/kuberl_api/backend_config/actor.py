@@ -1,0 +1,103 @@
+"""``actor_rollout_ref.actor.*``: the policy's PPO update, optimiser, FSDP and checkpoints."""
+
+from typing import Literal
+
+from pydantic import Field
+
+from kuberl_api.base import ConfigModel
+
+LossAggMode = Literal[
+    "token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"
+]
+KLEstimator = Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "full"]
+Strategy = Literal["fsdp", "fsdp2"]
+
+
+class OptimConfig(ConfigModel):
+    lr: float = Field(1e-6, gt=0)
+    lr_warmup_steps: int | None = Field(-1, description="<= 0 or null uses the ratio.")
+    lr_warmup_steps_ratio: float = Field(0.0, ge=0, le=1)
+    lr_scheduler_type: Literal["constant", "cosine"] | None = Field(
+        None, description="Schedule after warmup; null means constant."
+    )
+    warmup_style: Literal["constant", "cosine"] | None = Field(
+        None, description="Deprecated: use lr_scheduler_type."
+    )
+    min_lr_ratio: float = Field(0.0, ge=0, le=1, description="Cosine floor as a fraction of lr.")
+    num_cycles: float = Field(0.5, gt=0)
+    total_training_steps: int = Field(-1, description="Set by the trainer.")
+    weight_decay: float = Field(0.01, ge=0)
+    betas: list[float] = Field(default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2)
+    optimizer: Literal["AdamW"] = "AdamW"
+    clip_grad: float = Field(1.0, gt=0)
+
+
+class WrapPolicyConfig(ConfigModel):
+    min_num_params: int = Field(0, ge=0, description="> 0 wraps by size, else per decoder layer.")
+
+
+class FSDPConfig(ConfigModel):
+    wrap_policy: WrapPolicyConfig = Field(default_factory=WrapPolicyConfig)
+    param_offload: bool = False
+    grad_offload: bool = Field(False, description="Deprecated: FSDP2 offloads grads with params.")
+    optimizer_offload: bool = False
+    offload_policy: bool = False
+    reshard_after_forward: bool = True
+    fsdp_size: int = Field(-1, description="-1 shards over all ranks; else hybrid shard groups.")
+    model_dtype: Literal["fp32", "bf16", "fp16", "float32", "bfloat16", "float16"] = "fp32"
+    dtype: Literal["bfloat16", "float16", "float32", "bf16", "fp16", "fp32"] = "bfloat16"
+    forward_prefetch: bool = False
+    use_orig_params: bool = False
+    forward_only: bool = False
+    seed: int = 42
+
+
+class CheckpointConfig(ConfigModel):
+    save_contents: list[Literal["model", "optimizer", "extra", "hf_model"]] = Field(
+        default_factory=lambda: ["model", "optimizer", "extra"]
+    )
+    load_contents: list[Literal["model", "optimizer", "extra", "hf_model"]] | None = Field(
+        None, description="Null loads what save_contents saves."
+    )
+
+
+class PolicyLossConfig(ConfigModel):
+    loss_mode: Literal["vanilla", "gspo", "gpg"] = "vanilla"
+
+
+class ActorConfig(ConfigModel):
+    strategy: Strategy = "fsdp"
+    ppo_mini_batch_size: int = Field(256, gt=0, description="Prompts per optimizer step.")
+    ppo_micro_batch_size: int | None = Field(
+        None, gt=0, description="Deprecated global micro batch: use ppo_micro_batch_size_per_gpu."
+    )
+    ppo_micro_batch_size_per_gpu: int | None = Field(
+        None, gt=0, description="Responses per forward/backward on one accelerator."
+    )
+    use_dynamic_bsz: bool = False
+    ppo_max_token_len_per_gpu: int = Field(16384, gt=0)
+    grad_clip: float = Field(1.0, gt=0)
+    clip_ratio: float = Field(0.2, gt=0, lt=1)
+    clip_ratio_low: float | None = Field(None, gt=0, lt=1, description="Null uses clip_ratio.")
+    clip_ratio_high: float | None = Field(None, gt=0, description="Null uses clip_ratio.")
+    clip_ratio_c: float = Field(3.0, gt=1, description="Dual-clip bound for negative advantages.")
+    policy_loss: PolicyLossConfig = Field(default_factory=PolicyLossConfig)
+    loss_agg_mode: LossAggMode = "token-mean"
+    loss_scale_factor: float | None = Field(None, gt=0)
+    entropy_coeff: float = 0.0
+    calculate_entropy: bool = False
+    use_kl_loss: bool = False
+    kl_loss_coef: float = Field(0.001, ge=0)
+    kl_loss_type: KLEstimator = "low_var_kl"
+    ppo_epochs: int = Field(1, gt=0)
+    shuffle: bool = False
+    data_loader_seed: int = 42
+    ulysses_sequence_parallel_size: int = Field(1, gt=0)
+    use_torch_compile: bool = True
+    entropy_from_logits_with_chunking: bool = False
+    entropy_checkpointing: bool = False
+    use_remove_padding: bool | None = Field(None, description="Null follows model.")
+    use_fused_kernels: bool | None = Field(None, description="Null follows model.")
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    fsdp_config: FSDPConfig = Field(default_factory=FSDPConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)

@@ -1,0 +1,74 @@
+"""The effective backend_config of a job: what the runtime really runs.
+
+Fills what a job's placement decides (world size, device, checkpoint directory) and turns
+deprecated keys into their replacements, so code below this edge reads one typed value.
+"""
+
+import posixpath
+
+from kuberl_api.backend_config import BackendConfig
+from kuberl_api.job import EngineKwargs
+from kuberl_api.platform import WorkerPool
+
+DEVICE_BY_ACCELERATOR = {"nvidia.com/gpu": "cuda", "huawei.com/Ascend910": "npu", "none": "cpu"}
+VERL_DEFAULT_GPUS_PER_NODE = 8
+
+
+def accelerator_pools(pools: list[WorkerPool]) -> list[WorkerPool]:
+    return [p for p in pools if p.accelerator.type != "none"]
+
+
+def build_effective_backend_config(
+    backend: BackendConfig,
+    *,
+    af_output_dir: str | None = None,
+    pools: list[WorkerPool] | None = None,
+    engine_kwargs: EngineKwargs | None = None,
+) -> BackendConfig:
+    cfg = backend.model_copy(deep=True)
+    trainer = cfg.trainer
+    if pools:
+        _place_on_pools(cfg, pools)
+    trainer.nnodes = trainer.nnodes or 1
+    trainer.n_gpus_per_node = trainer.n_gpus_per_node or VERL_DEFAULT_GPUS_PER_NODE
+    trainer.device = trainer.device or "cuda"
+    if af_output_dir:
+        trainer.default_local_dir = posixpath.join(af_output_dir, trainer.default_local_dir)
+    if engine_kwargs:
+        vllm = cfg.actor_rollout_ref.rollout.engine_kwargs.vllm
+        vllm.update(engine_kwargs.vllm)
+    _apply_deprecated_keys(cfg, world_size=trainer.nnodes * trainer.n_gpus_per_node)
+    return cfg
+
+
+def _place_on_pools(cfg: BackendConfig, pools: list[WorkerPool]) -> None:
+    trainer = cfg.trainer
+    accelerated = accelerator_pools(pools)
+    if accelerated:
+        trainer.nnodes = trainer.nnodes or sum(p.nodes for p in accelerated)
+        trainer.n_gpus_per_node = trainer.n_gpus_per_node or accelerated[0].accelerator.per_node
+        trainer.device = trainer.device or DEVICE_BY_ACCELERATOR[accelerated[0].accelerator.type]
+    else:
+        trainer.nnodes = trainer.nnodes or sum(p.nodes for p in pools)
+        trainer.n_gpus_per_node = trainer.n_gpus_per_node or 1
+        trainer.device = trainer.device or "cpu"
+
+
+def _apply_deprecated_keys(cfg: BackendConfig, world_size: int) -> None:
+    """verl's global micro batch sizes become per-GPU ones: global // data-parallel size."""
+    arr = cfg.actor_rollout_ref
+    actor, ref, rollout, critic = arr.actor, arr.ref, arr.rollout, cfg.critic
+    dp = max(world_size // actor.ulysses_sequence_parallel_size, 1)
+    if actor.ppo_micro_batch_size and actor.ppo_micro_batch_size_per_gpu is None:
+        actor.ppo_micro_batch_size_per_gpu = max(actor.ppo_micro_batch_size // dp, 1)
+    if ref.log_prob_micro_batch_size and ref.log_prob_micro_batch_size_per_gpu is None:
+        ref.log_prob_micro_batch_size_per_gpu = max(ref.log_prob_micro_batch_size // dp, 1)
+    if rollout.log_prob_micro_batch_size and rollout.log_prob_micro_batch_size_per_gpu is None:
+        rollout.log_prob_micro_batch_size_per_gpu = max(rollout.log_prob_micro_batch_size // dp, 1)
+    if critic.ppo_micro_batch_size and critic.ppo_micro_batch_size_per_gpu is None:
+        critic.ppo_micro_batch_size_per_gpu = max(critic.ppo_micro_batch_size // dp, 1)
+    if critic.forward_micro_batch_size_per_gpu is None:
+        critic.forward_micro_batch_size_per_gpu = critic.ppo_micro_batch_size_per_gpu
+    if cfg.trainer.remove_previous_ckpt_in_save and cfg.trainer.max_actor_ckpt_to_keep is None:
+        cfg.trainer.max_actor_ckpt_to_keep = 1
+        cfg.trainer.max_critic_ckpt_to_keep = 1

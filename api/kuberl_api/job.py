@@ -1,0 +1,147 @@
+"""The ``RLTrainingJob`` resource: spec (what to train, where) and status (what happened)."""
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from kuberl_api.backend_config import BackendConfig
+from kuberl_api.base import ConfigModel, PlatformModel
+from kuberl_api.platform import (
+    EnvVar,
+    HeadSpec,
+    LocalObjectReference,
+    RunPolicy,
+    SchedulingSpec,
+    StorageSpec,
+    WorkerPool,
+)
+
+GROUP = "kuberl.io"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "RLTrainingJob"
+PLURAL = "rltrainingjobs"
+SHORT_NAME = "rlj"
+
+
+class EngineKwargs(ConfigModel):
+    """ModelArts' ``engine_kwargs``: keyword arguments for the rollout engine."""
+
+    vllm: dict[str, Any] = Field(
+        default_factory=dict, description="e.g. disable_mm_preprocessor_cache"
+    )
+
+
+class RLTrainingJobSpec(PlatformModel):
+    # ModelArts keeps these names exactly, so a ModelArts YAML pastes under spec unchanged.
+    af_output_dir: str = Field(
+        alias="af_output_dir",
+        min_length=2,
+        pattern=r"^/",
+        description="Absolute path of the output root: checkpoints, logs, merged model.",
+    )
+    backend_config: BackendConfig = Field(alias="backend_config")
+    engine_kwargs: EngineKwargs = Field(default_factory=EngineKwargs, alias="engine_kwargs")
+    image: str | None = Field(None, description="Training image; null uses the operator default.")
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
+    image_pull_secrets: list[LocalObjectReference] = Field(default_factory=list)
+    env: list[EnvVar] = Field(default_factory=list, max_length=64)
+    head: HeadSpec = Field(default_factory=HeadSpec)
+    worker_pools: list[WorkerPool] = Field(min_length=1, max_length=16)
+    storage: StorageSpec = Field(default_factory=StorageSpec)
+    run_policy: RunPolicy = Field(default_factory=RunPolicy)
+    scheduling: SchedulingSpec = Field(default_factory=SchedulingSpec)
+
+
+Phase = Literal[
+    "Pending", "Provisioning", "Running", "Restarting", "Suspended", "Succeeded", "Failed"
+]
+
+
+class Condition(PlatformModel):
+    """Shaped like metav1.Condition."""
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str
+    message: str = ""
+    last_transition_time: str
+    observed_generation: int | None = None
+
+
+class Attempt(PlatformModel):
+    index: int
+    submission_id: str
+    ray_cluster: str | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+    result: Literal["Running", "Succeeded", "Failed", "Stopped"] | None = None
+    reason: str | None = None
+    message: str | None = None
+    resumed_from_step: int | None = None
+
+
+class Progress(PlatformModel):
+    global_step: int = 0
+    total_steps: int | None = None
+    percent: int | None = None
+    epoch: int | None = None
+    estimated_remaining_seconds: int | None = None
+    last_update_time: str | None = None
+    metrics: dict[str, float] = Field(default_factory=dict)
+
+
+class CheckpointStatus(PlatformModel):
+    latest_step: int | None = None
+    latest_path: str | None = None
+    last_saved_time: str | None = None
+
+
+class RayClusterStatus(PlatformModel):
+    name: str | None = None
+    state: str | None = None
+    dashboard_url: str | None = Field(None, alias="dashboardURL")
+    ready_workers: int | None = None
+    desired_workers: int | None = None
+
+
+class RayJobStatus(PlatformModel):
+    submission_id: str | None = None
+    status: str | None = None
+    message: str | None = None
+    session_name: str | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+
+
+class RLTrainingJobStatus(PlatformModel):
+    phase: Phase | None = None
+    message: str | None = None
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+    attempts: list[Attempt] = Field(default_factory=list)
+    restarts: int = 0
+    progress: Progress | None = None
+    checkpoint: CheckpointStatus | None = None
+    ray_cluster: RayClusterStatus | None = None
+    ray_job: RayJobStatus | None = None
+    accelerators: str | None = Field(None, description="Summary such as 16xnvidia.com/gpu.")
+    start_time: str | None = None
+    completion_time: str | None = None
+    next_retry_time: str | None = None
+
+
+class ModelArtsConfig(ConfigModel):
+    """The ModelArts/AscendFactory envelope on its own, before placement is added."""
+
+    af_output_dir: str = Field(min_length=2, pattern=r"^/")
+    backend_config: BackendConfig
+    engine_kwargs: EngineKwargs = Field(default_factory=EngineKwargs)
+
+
+class RLTrainingJob(PlatformModel):
+    api_version: Literal["kuberl.io/v1alpha1"] = API_VERSION
+    kind: Literal["RLTrainingJob"] = KIND
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    spec: RLTrainingJobSpec
+    status: RLTrainingJobStatus | None = None

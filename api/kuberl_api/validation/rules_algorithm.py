@@ -1,0 +1,109 @@
+"""Rules between algorithm, critic, reference, rollout sampling and resume settings."""
+
+from kuberl_api.backend_config import BackendConfig
+from kuberl_api.validation.problems import Problem, Severity, join_path
+
+GROUP_ESTIMATORS = {"grpo", "rloo", "opo", "grpo_passk", "gpg", "reinforce_plus_plus_baseline"}
+
+
+def check_algorithm(cfg: BackendConfig, bc: str) -> list[Problem]:
+    arr = cfg.actor_rollout_ref
+    estimator, n = cfg.algorithm.adv_estimator, arr.rollout.n
+    problems = []
+    critic_enabled = cfg.critic.enable
+    if estimator == "gae" and not critic_enabled:
+        problems.append(
+            Problem(
+                join_path(bc, "critic", "enable"),
+                "adv_estimator gae needs a critic",
+                "set critic.enable: true or choose grpo",
+                False,
+            )
+        )
+    if critic_enabled and estimator != "gae":
+        problems.append(
+            Problem(
+                join_path(bc, "critic", "enable"),
+                f"a critic is trained but {estimator} does not use its values",
+                "remove critic.enable to save the compute",
+                severity=Severity.WARNING,
+            )
+        )
+    if estimator in GROUP_ESTIMATORS and n < 2:
+        severity = Severity.ERROR if estimator == "grpo_passk" else Severity.WARNING
+        problems.append(
+            Problem(
+                join_path(bc, "actor_rollout_ref", "rollout", "n"),
+                f"{estimator} compares responses within a group, but each "
+                "prompt gets one response, so every advantage is 0",
+                "set rollout.n to 2 or more (e.g. 5)",
+                n,
+                severity,
+            )
+        )
+    if not arr.hybrid_engine:
+        problems.append(
+            Problem(
+                join_path(bc, "actor_rollout_ref", "hybrid_engine"),
+                "only the colocated hybrid engine is supported",
+                "remove hybrid_engine or set it to true",
+                False,
+            )
+        )
+    if arr.rollout.val_kwargs.do_sample and arr.rollout.temperature <= 0:
+        problems.append(
+            Problem(
+                join_path(bc, "actor_rollout_ref", "rollout", "temperature"),
+                "sampling needs a positive temperature",
+                "set temperature > 0 or val_kwargs.do_sample: false",
+                arr.rollout.temperature,
+            )
+        )
+    if arr.actor.policy_loss.loss_mode == "gspo" and arr.actor.loss_agg_mode != (
+        "seq-mean-token-mean"
+    ):
+        problems.append(
+            Problem(
+                join_path(bc, "actor_rollout_ref", "actor", "loss_agg_mode"),
+                "gspo uses seq-mean-token-mean whatever this says",
+                "set loss_agg_mode: seq-mean-token-mean",
+                arr.actor.loss_agg_mode,
+                Severity.WARNING,
+            )
+        )
+    if cfg.algorithm.use_kl_in_reward and arr.actor.use_kl_loss:
+        problems.append(
+            Problem(
+                join_path(bc, "algorithm", "use_kl_in_reward"),
+                "KL is both subtracted from rewards and added to the actor loss",
+                "usually only one is wanted (GRPO: use_kl_loss)",
+                True,
+                Severity.WARNING,
+            )
+        )
+    return problems + _check_resume(cfg, bc)
+
+
+def _check_resume(cfg: BackendConfig, bc: str) -> list[Problem]:
+    trainer = cfg.trainer
+    path = join_path(bc, "trainer", "resume_from_path")
+    if trainer.resume_mode != "resume_path":
+        return []
+    if not trainer.resume_from_path:
+        return [
+            Problem(
+                path,
+                "required when resume_mode is resume_path",
+                "set it to a checkpoint directory .../global_step_N, or use resume_mode: auto",
+            )
+        ]
+    if "global_step_" not in trainer.resume_from_path:
+        return [
+            Problem(
+                path,
+                "must point at a global_step_N checkpoint directory",
+                "e.g. <af_output_dir>/checkpoints/global_step_100",
+                trainer.resume_from_path,
+            )
+        ]
+    return []

@@ -1,0 +1,103 @@
+"""Validate one document: schema, interpolations, deprecations and verl's cross-field rules.
+
+Every problem is reported at once; the effective config is returned only when none is an error.
+"""
+
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ValidationError
+
+from kuberl_api.backend_config import BackendConfig
+from kuberl_api.effective import build_effective_backend_config
+from kuberl_api.job import ModelArtsConfig, RLTrainingJobSpec
+from kuberl_api.validation.deprecations import check_deprecated_keys
+from kuberl_api.validation.documents import Document, DocumentKind
+from kuberl_api.validation.interpolation import resolve_interpolations
+from kuberl_api.validation.problems import Problem, SpecInvalid, join_path
+from kuberl_api.validation.rules_algorithm import check_algorithm
+from kuberl_api.validation.rules_batch import check_batch_sizes
+from kuberl_api.validation.rules_placement import (
+    check_checkpoint_dir,
+    check_parallelism,
+    check_pools,
+)
+from kuberl_api.validation.schema_errors import problems_from_validation_error
+
+_MODEL_BY_KIND: dict[DocumentKind, type[BaseModel]] = {
+    DocumentKind.MANIFEST: RLTrainingJobSpec,
+    DocumentKind.MODELARTS: ModelArtsConfig,
+    DocumentKind.BACKEND_CONFIG: BackendConfig,
+}
+
+
+@dataclass
+class ValidationResult:
+    document: Document
+    problems: list[Problem] = field(default_factory=list)
+    spec: RLTrainingJobSpec | None = None
+    """The parsed job spec, for manifests."""
+    backend_config: BackendConfig | None = None
+    """The effective backend_config (placement derived, deprecated keys converted)."""
+    af_output_dir: str | None = None
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.is_error]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if not p.is_error]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def raise_for_errors(self) -> None:
+        if self.errors:
+            raise SpecInvalid(self.errors)
+
+
+def validate_document(doc: Document) -> ValidationResult:
+    result = ValidationResult(doc)
+    is_bare = doc.kind is DocumentKind.BACKEND_CONFIG
+    bc = doc.prefix if is_bare else join_path(doc.prefix, "backend_config")
+    body = dict(doc.body)
+    raw_backend = body if is_bare else body.get("backend_config")
+    if isinstance(raw_backend, dict):
+        resolved, interpolation_problems = resolve_interpolations(raw_backend, bc)
+        body = resolved if is_bare else {**body, "backend_config": resolved}
+        result.problems += interpolation_problems + check_deprecated_keys(raw_backend, bc)
+    if result.errors:
+        return result
+    model = _MODEL_BY_KIND[doc.kind]
+    try:
+        parsed = model.model_validate(body)
+    except ValidationError as err:
+        result.problems += problems_from_validation_error(err, model, doc.prefix)
+        return result
+    _check_semantics(result, parsed, bc)
+    return result
+
+
+def _check_semantics(result: ValidationResult, parsed: BaseModel, bc: str) -> None:
+    if isinstance(parsed, BackendConfig):
+        effective = build_effective_backend_config(parsed)
+    else:
+        assert isinstance(parsed, RLTrainingJobSpec | ModelArtsConfig)
+        result.af_output_dir = parsed.af_output_dir
+        pools = parsed.worker_pools if isinstance(parsed, RLTrainingJobSpec) else None
+        effective = build_effective_backend_config(
+            parsed.backend_config,
+            af_output_dir=parsed.af_output_dir,
+            pools=pools,
+            engine_kwargs=parsed.engine_kwargs,
+        )
+        result.problems += check_checkpoint_dir(effective, bc, parsed.af_output_dir)
+    if isinstance(parsed, RLTrainingJobSpec):
+        result.spec = parsed
+        result.problems += check_pools(parsed, effective, result.document.prefix)
+    result.problems += check_batch_sizes(effective, bc)
+    result.problems += check_parallelism(effective, bc)
+    result.problems += check_algorithm(effective, bc)
+    if not result.errors:
+        result.backend_config = effective

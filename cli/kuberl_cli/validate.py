@@ -1,0 +1,57 @@
+"""``kuberl validate FILE...``: every problem of every document, exit 1 when any is an error."""
+
+import argparse
+import sys
+
+from kuberl_api.validation import SpecInvalid, load_documents, validate_document
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="RLTrainingJob manifest, ModelArts config or verl backend_config",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="print problems only")
+
+
+def run(args: argparse.Namespace) -> int:
+    failed = False
+    for path in args.files:
+        try:
+            documents = load_documents(path)
+        except FileNotFoundError:
+            print(f"{path}: no such file", file=sys.stderr)
+            failed = True
+            continue
+        except SpecInvalid as err:
+            _print_problems(path, err.problems)
+            failed = True
+            continue
+        for doc in documents:
+            result = validate_document(doc)
+            failed |= not result.ok
+            _print_result(doc.source, doc.kind, result, quiet=args.quiet)
+    return 1 if failed else 0
+
+
+def _print_result(source, kind, result, quiet: bool) -> None:
+    for problem in result.problems:
+        label = "error" if problem.is_error else "warning"
+        print(f"{source}: {label}: {problem.render()}", file=sys.stderr)
+    if result.ok and not quiet:
+        cfg = result.backend_config
+        trainer = cfg.trainer
+        print(
+            f"{source}: ok ({kind}) — {cfg.algorithm.adv_estimator}, "
+            f"{trainer.nnodes}x{trainer.n_gpus_per_node} {trainer.device}, "
+            f"train_batch_size {cfg.data.train_batch_size} x n {cfg.actor_rollout_ref.rollout.n}"
+        )
+    elif not result.ok:
+        print(f"{source}: {len(result.errors)} error(s)", file=sys.stderr)
+
+
+def _print_problems(path, problems) -> None:
+    for problem in problems:
+        print(f"{path}: error: {problem.render()}", file=sys.stderr)

@@ -1,0 +1,1 @@
+"""The control plane: a kopf operator reconciling RLTrainingJobs into RayClusters."""

@@ -1,0 +1,1 @@
+"""kuberl runtime: everything that runs inside the training image (data plane)."""
