@@ -1,6 +1,7 @@
 """Every kind of mistake is reported with its exact path, the bad value and what to do."""
 
 import pytest
+
 from kuberl_api.validation import parse_document, validate_document
 from support.manifests import delete, valid_manifest, with_changes
 

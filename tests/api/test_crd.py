@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from kuberl_api.crd import build_crd, render_crd
 
 CRD_FILE = Path(__file__).parents[2] / "crds" / "rltrainingjobs.kuberl.io.yaml"

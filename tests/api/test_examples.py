@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+
 from kuberl_api.job import ModelArtsConfig, RLTrainingJobSpec
 from kuberl_api.validation import DocumentKind, load_documents, validate_document
 

@@ -1,0 +1,128 @@
+"""The reward manager: decoded responses + sample metadata → one score per response.
+
+Placing each score at the last valid response token is the trainer's job (see
+`placement.place_scores`); this module only decides the numbers.
+"""
+
+from __future__ import annotations
+
+import logging
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from kuberl_runtime.rewards.errors import RewardError
+from kuberl_runtime.rewards.function import (
+    RewardFunction,
+    default_reward_function,
+    load_custom_reward_function,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class RewardSample(Protocol):
+    """What scoring needs from a prompt sample (`kuberl_runtime.data.PromptSample` fits)."""
+
+    data_source: str
+    ground_truth: str | None
+    extra_info: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RewardOutput:
+    """Per-response scores and verl's `reward_extra_info` (each extra key: a value per response)."""
+
+    scores: list[float]
+    extra_info: dict[str, list[Any]] = field(default_factory=dict)
+
+
+class RewardManager:
+    """verl's `naive` manager (one call per response) or `batch` (one call per batch)."""
+
+    def __init__(self, reward_fn: RewardFunction | None = None) -> None:
+        self.reward_fn = reward_fn or default_reward_function()
+
+    def score(
+        self,
+        solution_strs: Sequence[str],
+        data_sources: Sequence[str],
+        ground_truths: Sequence[Any],
+        extra_infos: Sequence[Mapping[str, Any] | None] | None = None,
+    ) -> RewardOutput:
+        if extra_infos is None:
+            extra_infos = [None] * len(solution_strs)
+        lengths = {len(solution_strs), len(data_sources), len(ground_truths), len(extra_infos)}
+        if len(lengths) != 1:
+            raise ValueError(f"reward inputs differ in length: {sorted(lengths)}")
+        results = self.reward_fn(data_sources, solution_strs, ground_truths, extra_infos)
+        return _collect(results, self.reward_fn.description)
+
+    def score_samples(
+        self, samples: Sequence[RewardSample], solution_strs: Sequence[str]
+    ) -> RewardOutput:
+        """Score responses to `samples` (already repeated `rollout.n` times, in the same order)."""
+        return self.score(
+            solution_strs,
+            [s.data_source for s in samples],
+            [s.ground_truth for s in samples],
+            [s.extra_info for s in samples],
+        )
+
+
+def build_reward_manager(
+    custom_reward_path: str | Path | None = None,
+    custom_reward_name: str = "compute_score",
+    reward_kwargs: Mapping[str, Any] | None = None,
+    batch: bool | None = None,
+) -> RewardManager:
+    """From `custom_reward_function.{path,name,reward_kwargs}`; no path ⇒ built-in scorers."""
+    if custom_reward_path is None:
+        if reward_kwargs:
+            logger.warning("custom_reward_function.reward_kwargs ignored: no custom function path")
+        return RewardManager()
+    reward_fn = load_custom_reward_function(
+        custom_reward_path, custom_reward_name, reward_kwargs, batch
+    )
+    logger.info(
+        "using custom reward function %s (batch=%s)", reward_fn.description, reward_fn.batch
+    )
+    return RewardManager(reward_fn)
+
+
+def decode_responses(tokenizer: Any, response_ids: Sequence[Sequence[int]]) -> list[str]:
+    """Valid response ids → text as the scorer sees it (special tokens such as EOS dropped)."""
+    return list(
+        tokenizer.batch_decode([list(ids) for ids in response_ids], skip_special_tokens=True)
+    )
+
+
+def _collect(results: Sequence[Any], description: str) -> RewardOutput:
+    scores: list[float] = []
+    extras: list[Mapping[str, Any]] = []
+    for i, result in enumerate(results):
+        score, extra = _split_result(result, description, i)
+        scores.append(score)
+        extras.append(extra)
+    keys = list(dict.fromkeys(key for extra in extras for key in extra))
+    return RewardOutput(scores, {key: [extra.get(key) for extra in extras] for key in keys})
+
+
+def _split_result(result: Any, description: str, i: int) -> tuple[float, Mapping[str, Any]]:
+    extra: Mapping[str, Any] = {}
+    if isinstance(result, Mapping):
+        if "score" not in result:
+            raise RewardError(
+                f"reward function {description} returned a dict without 'score' for response {i} "
+                f"(keys: {sorted(result)}); return a float or a dict with a 'score' key"
+            )
+        extra = {k: v for k, v in result.items() if k != "score"}
+        result = result["score"]
+    if not isinstance(result, numbers.Real):
+        raise RewardError(
+            f"reward function {description} returned {result!r} ({type(result).__name__}) for "
+            f"response {i}; return a number or a dict with a numeric 'score'"
+        )
+    return float(result), extra
