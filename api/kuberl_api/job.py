@@ -79,6 +79,8 @@ class Attempt(PlatformModel):
     reason: str | None = None
     message: str | None = None
     resumed_from_step: int | None = None
+    last_step: int | None = Field(None, description="Last global step reported in this attempt.")
+    failure_class: Literal["config", "infra", "app"] | None = None
 
 
 class Progress(PlatformModel):

@@ -43,7 +43,12 @@ class HeadSpec(PlatformModel):
 
 
 class WorkerPool(PlatformModel):
-    name: str = Field(min_length=1, max_length=40, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    name: str = Field(
+        min_length=1,
+        max_length=40,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        description="Lowercase letters, digits and '-', as in a DNS label.",
+    )
     accelerator: Accelerator = Field(default_factory=lambda: Accelerator(type="none"))
     nodes: int = Field(1, ge=1, le=1024, description="Pods in this pool, one per node.")
     cpu: Quantity = "8"

@@ -32,7 +32,7 @@ CASES = [
     ({f"{BC}.data.train_files": delete()}, f"{BC}.data.train_files", "required"),
     ({f"{BC}.actor_rollout_ref.model": {}}, f"{BC}.actor_rollout_ref.model.path", "required"),
     ({"spec.af_output_dir": delete()}, "spec.af_output_dir", "required"),
-    ({"spec.af_output_dir": "relative/dir"}, "spec.af_output_dir", "pattern"),
+    ({"spec.af_output_dir": "relative/dir"}, "spec.af_output_dir", "expected: Absolute path"),
     ({"spec.workerPools": []}, "spec.workerPools", "at least 1"),
     (
         {"spec.workerPools[0].accelerator.type": "nvidia.com/gpuu"},
@@ -45,7 +45,7 @@ CASES = [
         "at least one accelerator",
     ),
     ({"spec.workerPools[0].nodes": 0}, "spec.workerPools[0].nodes", "greater than or equal to 1"),
-    ({"spec.workerPools[0].name": "GPU_Pool"}, "spec.workerPools[0].name", "pattern"),
+    ({"spec.workerPools[0].name": "GPU_Pool"}, "spec.workerPools[0].name", "as in a DNS label"),
     ({"spec.workerPools[0].gpus": 8}, "spec.workerPools[0].gpus", "valid keys here"),
     ({"spec.runPolicy.backoffLimit": -1}, "spec.runPolicy.backoffLimit", "greater than or equal"),
     ({"spec.run_policy": {"backoffLimit": 1}}, "spec.run_policy", "did you mean spec.runPolicy?"),

@@ -52,7 +52,14 @@ def _problem(
         hint = f"did you mean '{guess[0]}'?" if guess else ""
         return Problem(path, f"must be one of {', '.join(choices)}", hint, value)
     message = error["msg"][0].lower() + error["msg"][1:]
-    return Problem(path, message.replace("input should", "must"), "", value)
+    return Problem(path, message.replace("input should", "must"), _described(root, error), value)
+
+
+def _described(root: type[BaseModel], error: dict) -> str:
+    """The field's own description is the best hint pydantic's generic messages can get."""
+    parent = model_at(root, error["loc"][:-1])
+    field = _field_by_key(parent, error["loc"][-1]) if parent else None
+    return f"expected: {field.description}" if field and field.description else ""
 
 
 def _unknown_key(path: str, key: str, parent: type[BaseModel] | None) -> Problem:
