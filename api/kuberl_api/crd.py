@@ -55,6 +55,9 @@ def build_crd() -> dict[str, Any]:
     spec_schema["properties"]["workerPools"].update(
         {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
     )
+    # A ROLL spec.roll_config stands in for backend_config (kuberl translates it); the CEL
+    # rule on the spec requires exactly one of them.
+    spec_schema["required"].remove("backend_config")
     status_schema = structural_schema(RLTrainingJobStatus.model_json_schema(by_alias=True))
     status_schema["properties"]["conditions"].update(
         {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
@@ -122,8 +125,10 @@ def _convert(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
         members = node.pop("anyOf")
         non_null = [m for m in members if m.get("type") != "null"]
         nullable = len(non_null) < len(members)
-        node = {**_merge_union(non_null, defs), **_annotations(node)}
-    out = _convert_plain(node, defs)
+        # The members are converted already; converting them twice would corrupt their bounds.
+        out = {**_merge_union(non_null, defs), **_convert_plain(_annotations(node), defs)}
+    else:
+        out = _convert_plain(node, defs)
     if nullable and "x-kubernetes-preserve-unknown-fields" not in out:
         out["nullable"] = True
     return out

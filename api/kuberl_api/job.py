@@ -2,7 +2,7 @@
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from kuberl_api.backend_config import BackendConfig
 from kuberl_api.base import ConfigModel, PlatformModel
@@ -33,6 +33,17 @@ class EngineKwargs(ConfigModel):
 
 
 class RLTrainingJobSpec(PlatformModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.backend_config) != has(self.roll_config)",
+                    "message": "set exactly one of backend_config and roll_config",
+                }
+            ]
+        }
+    )
+
     # ModelArts keeps these names exactly, so a ModelArts YAML pastes under spec unchanged.
     af_output_dir: str = Field(
         alias="af_output_dir",
@@ -40,7 +51,16 @@ class RLTrainingJobSpec(PlatformModel):
         pattern=r"^/",
         description="Absolute path of the output root: checkpoints, logs, merged model.",
     )
-    backend_config: BackendConfig = Field(alias="backend_config")
+    backend_config: BackendConfig = Field(
+        alias="backend_config",
+        description="The verl config tree; exactly one of backend_config and roll_config.",
+    )
+    roll_config: dict[str, Any] | None = Field(
+        None,
+        alias="roll_config",
+        description="A ROLL pipeline config (actor_train, actor_infer, ...), translated into "
+        "backend_config when the job is validated; see docs/roll.md.",
+    )
     engine_kwargs: EngineKwargs = Field(default_factory=EngineKwargs, alias="engine_kwargs")
     image: str | None = Field(None, description="Training image; null uses the operator default.")
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None

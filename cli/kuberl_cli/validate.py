@@ -11,7 +11,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "files",
         nargs="+",
         metavar="FILE",
-        help="RLTrainingJob manifest, ModelArts config or verl backend_config",
+        help="RLTrainingJob manifest, ModelArts config, verl backend_config or ROLL config",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print problems only")
 

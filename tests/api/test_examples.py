@@ -26,7 +26,7 @@ def test_example_validates_without_problems(path):
 def test_example_round_trips(path):
     for doc in load_documents(path):
         model = RLTrainingJobSpec if doc.kind is DocumentKind.MANIFEST else ModelArtsConfig
-        if doc.kind is DocumentKind.BACKEND_CONFIG:
+        if doc.kind in (DocumentKind.BACKEND_CONFIG, DocumentKind.ROLL):
             continue
         parsed = model.model_validate(doc.body)
         again = model.model_validate(parsed.model_dump(exclude_unset=True))

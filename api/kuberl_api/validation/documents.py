@@ -3,7 +3,9 @@
 * ``manifest``: a full ``RLTrainingJob`` (apiVersion, kind, metadata, spec);
 * ``modelarts``: the ModelArts envelope (``af_output_dir``, ``backend_config``,
   ``engine_kwargs``), nested or written with dotted keys as AscendFactory does;
-* ``backend_config``: a bare verl config tree (``data``, ``actor_rollout_ref``, ...).
+* ``backend_config``: a bare verl config tree (``data``, ``actor_rollout_ref``, ...);
+* ``roll``: a ROLL pipeline config, told by its ``actor_train``/``actor_infer`` workers and
+  translated by ``kuberl_api.roll`` (a manifest may carry one as ``spec.roll_config``).
 """
 
 from dataclasses import dataclass
@@ -18,19 +20,21 @@ from kuberl_api.validation.problems import Problem, SpecInvalid
 
 _ENVELOPE_KEYS = {"af_output_dir", "backend_config", "engine_kwargs"}
 _BACKEND_KEYS = {"data", "actor_rollout_ref", "critic", "reward_model", "algorithm", "trainer"}
+_ROLL_KEYS = {"actor_train", "actor_infer"}
 
 
 class DocumentKind(StrEnum):
     MANIFEST = "manifest"
     MODELARTS = "modelarts"
     BACKEND_CONFIG = "backend_config"
+    ROLL = "roll"
 
 
 @dataclass(frozen=True)
 class Document:
     kind: DocumentKind
     body: dict[str, Any]
-    """The spec (manifest, ModelArts) or the backend_config tree (bare)."""
+    """The spec (manifest, ModelArts), the backend_config tree (bare) or the ROLL config."""
     prefix: str
     """Path of ``body`` inside the file, used in every problem's path."""
     source: str
@@ -58,6 +62,8 @@ def parse_document(raw: Any, source: str = "<input>") -> Document:
     if "apiVersion" in raw or "kind" in raw:
         return _manifest(raw, source)
     raw = expand_dotted_keys(raw)
+    if raw.keys() & _ROLL_KEYS:
+        return Document(DocumentKind.ROLL, raw, "", source, {})
     if raw.keys() & _ENVELOPE_KEYS:
         if isinstance(raw.get("backend_config"), dict):
             raw = {**raw, "backend_config": expand_dotted_keys(raw["backend_config"])}
@@ -70,7 +76,8 @@ def parse_document(raw: Any, source: str = "<input>") -> Document:
                 source,
                 "cannot tell what this document is",
                 "write an RLTrainingJob manifest (apiVersion/kind/spec), a ModelArts "
-                "config (af_output_dir + backend_config), or a verl backend_config",
+                "config (af_output_dir + backend_config), a verl backend_config, or a ROLL "
+                "pipeline config (actor_train, actor_infer, ...)",
             )
         ]
     )

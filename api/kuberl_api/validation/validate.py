@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 from kuberl_api.backend_config import BackendConfig
 from kuberl_api.effective import build_effective_backend_config
 from kuberl_api.job import ModelArtsConfig, RLTrainingJobSpec
+from kuberl_api.roll.document import point_at_roll_keys, translate_roll_document
 from kuberl_api.validation.deprecations import check_deprecated_keys
 from kuberl_api.validation.documents import Document, DocumentKind
 from kuberl_api.validation.interpolation import resolve_interpolations
@@ -59,6 +60,24 @@ class ValidationResult:
 
 def validate_document(doc: Document) -> ValidationResult:
     result = ValidationResult(doc)
+    translated = translate_roll_document(doc)
+    if translated is None:
+        _validate(doc, result)
+        return result
+    # A ROLL config is checked as the verl config it becomes, problems pointing at ROLL's keys.
+    result.problems += translated.problems
+    if translated.document is not None:
+        later = ValidationResult(translated.document)
+        _validate(translated.document, later)
+        result.problems += point_at_roll_keys(
+            later.problems, translated.backend_path, translated.origins
+        )
+        result.spec, result.af_output_dir = later.spec, later.af_output_dir
+        result.backend_config = later.backend_config if result.ok else None
+    return result
+
+
+def _validate(doc: Document, result: ValidationResult) -> None:
     is_bare = doc.kind is DocumentKind.BACKEND_CONFIG
     bc = doc.prefix if is_bare else join_path(doc.prefix, "backend_config")
     body = dict(doc.body)
@@ -68,15 +87,14 @@ def validate_document(doc: Document) -> ValidationResult:
         body = resolved if is_bare else {**body, "backend_config": resolved}
         result.problems += interpolation_problems + check_deprecated_keys(raw_backend, bc)
     if result.errors:
-        return result
+        return
     model = _MODEL_BY_KIND[doc.kind]
     try:
         parsed = model.model_validate(body)
     except ValidationError as err:
         result.problems += problems_from_validation_error(err, model, doc.prefix)
-        return result
+        return
     _check_semantics(result, parsed, bc)
-    return result
 
 
 def _check_semantics(result: ValidationResult, parsed: BaseModel, bc: str) -> None:
