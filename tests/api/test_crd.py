@@ -138,3 +138,10 @@ def test_numeric_bounds_become_openapi_bounds():
     batch = _schema_at(_spec_schema()["properties"]["backend_config"], "data.train_batch_size")
     assert (batch["minimum"], batch["exclusiveMinimum"], batch["type"]) == (0, True, "integer")
     assert "Default: 1024" in batch["description"]
+
+
+def test_keys_a_yaml_1_1_reader_takes_for_booleans_are_quoted():
+    # kubectl and helm read YAML 1.1: a bare `n:` key (rollout.n) would become `false`.
+    text = CRD_FILE.read_text()
+    assert "'n':" in text
+    assert not any(line.strip() in ("n:", "y:", "on:", "off:") for line in text.splitlines())
