@@ -11,12 +11,12 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 CLUSTER_DIR ?= .cluster
 PYTEST_ARGS ?=
 
-.PHONY: help setup lint format crds test test-unit demo cluster-bin cluster-up cluster-down clean
+.PHONY: help setup lint format crds images test test-unit demo cluster-bin cluster-up cluster-down clean
 
 help:
 	@echo "make demo   - run the demo end to end (see README)"
 	@echo "make test   - install everything needed and run the whole suite"
-	@echo "make setup | lint | format | crds | cluster-bin | cluster-up | cluster-down"
+	@echo "make setup | lint | format | crds | images | cluster-bin | cluster-up | cluster-down"
 
 setup: $(STAMP)
 
@@ -37,17 +37,30 @@ format: setup
 
 crds: setup
 	$(BIN)/kuberl crd -o crds/rltrainingjobs.kuberl.io.yaml
+	$(PY) hack/sync_chart.py
 
-test: setup
+images:
+	bash hack/images.sh
+
+test: setup cluster-bin
 	$(MAKE) --no-print-directory lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test-unit: setup
+test-unit: setup cluster-bin
 	$(PY) -m pytest -m "not cluster and not e2e and not runtime" $(PYTEST_ARGS)
 
 # Until the end-to-end demo lands, `make demo` runs the most complete path that exists.
 demo: setup
 	@bash hack/demo.sh
+
+cluster-bin:
+	bash hack/cluster-bin.sh
+
+cluster-up: setup cluster-bin
+	$(PY) hack/localcluster.py up --dir $(CLUSTER_DIR)
+
+cluster-down: setup
+	$(PY) hack/localcluster.py down --dir $(CLUSTER_DIR)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
