@@ -23,7 +23,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[operator,runtime,dev]'
+	$(PY) -m pip install -q -e '.[operator,runtime,dev,bench]'
 	@rm -f $(VENV)/.installed-* && touch $@
 
 lint: setup
@@ -49,9 +49,9 @@ test: setup cluster-bin
 test-unit: setup cluster-bin
 	$(PY) -m pytest -m "not cluster and not e2e and not runtime" $(PYTEST_ARGS)
 
-# Until the end-to-end demo lands, `make demo` runs the most complete path that exists.
-demo: setup
-	@bash hack/demo.sh
+# Local control plane + kwok pools + KubeRay, helm install, operator, local Ray head, tiny GRPO job.
+demo: setup cluster-bin
+	$(PY) hack/demo.py
 
 cluster-bin:
 	bash hack/cluster-bin.sh

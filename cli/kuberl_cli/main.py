@@ -9,6 +9,9 @@ import sys
 COMMANDS = {
     "validate": ("kuberl_cli.validate", "check job manifests or configs; print every problem"),
     "crd": ("kuberl_cli.crd", "print the RLTrainingJob CustomResourceDefinition"),
+    "train": ("kuberl_cli.train", "run a training job on this machine (one rank per accelerator)"),
+    "export": ("kuberl_cli.export", "write a merged Hugging Face model from a checkpoint"),
+    "operator": ("kuberl_cli.operator", "run the RLTrainingJob operator (kopf) on the cluster"),
 }
 
 

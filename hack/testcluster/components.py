@@ -148,6 +148,10 @@ def controller_manager_argv(
         f"--cluster-signing-cert-file={pki.ca_cert}",
         f"--cluster-signing-key-file={pki.ca_key}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
+        # kwok's node heartbeats can stall for tens of seconds on a loaded 2-core machine; a node
+        # marked NotReady flips its pods to not-ready and kwok never re-readies a Running pod.
+        # Fake nodes never really fail, so give them a long grace period.
+        "--node-monitor-grace-period=10m",
         "--profiling=false",
     ]
 

@@ -1,0 +1,285 @@
+"""`make demo`: kuberl end to end on this machine, every component the real one.
+
+    python hack/demo.py            # up, install, train, show, tear down
+    KEEP=1 python hack/demo.py     # leave everything running (`python hack/demo.py --down` ends it)
+
+1. the control-plane binaries (hack/cluster-bin.sh builds them once, then reuses the cache);
+2. a local control plane: etcd, kube-apiserver, controller-manager, scheduler, kwok node pools and
+   the KubeRay operator (hack/localcluster.py);
+3. `helm install` of charts/kuberl, watching the demo namespace;
+4. `kuberl operator` as a local process holding the chart ServiceAccount's token (the chart's
+   Deployment pod runs on a kwok node, where nothing really runs);
+5. a Ray head on 127.0.0.1 standing in for the RayCluster's dashboard (kwok's pods are fakes);
+6. `kubectl apply -f examples/demo-job.yaml`, then the job's status live until it ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "hack"), str(ROOT / "tests")]  # localcluster/localray, support.helm
+
+import localcluster  # noqa: E402
+from localray import free_port, start_head  # noqa: E402
+
+from support.helm import resolve_helm, token_kubeconfig  # noqa: E402
+
+DEMO_DIR = Path("/tmp/kuberl-demo")  # the paths in examples/demo-job.yaml
+JOB_FILE = ROOT / "examples" / "demo-job.yaml"
+JOB, NAMESPACE, CHART_NAMESPACE, RELEASE = "demo", "kuberl-demo", "kuberl-system", "kuberl"
+TIMEOUT = 900
+
+
+def say(text: str) -> None:
+    print(f"\n== {text}", flush=True)
+
+
+class Demo:
+    def __init__(self, demo_dir: Path) -> None:
+        self.dir = demo_dir
+        self.cluster_dir = demo_dir / "cluster"
+        self.started = time.monotonic()
+        self.operator: subprocess.Popen | None = None
+        self.head: Any = None
+        self.kubeconfig = ""
+        self.metrics_url = ""
+
+    # --- setup -----------------------------------------------------------------------------
+
+    def prepare_storage(self) -> None:
+        say(f"shared storage {self.dir}: tiny Qwen2 model, arithmetic data, empty af_output_dir")
+        shutil.rmtree(self.dir / "outputs", ignore_errors=True)
+        data = self.dir / "data" / "arith"
+        data.mkdir(parents=True, exist_ok=True)
+        for parquet in (ROOT / "examples" / "data" / "arith").glob("*.parquet"):
+            shutil.copy2(parquet, data / parquet.name)
+        model = self.dir / "models" / "tiny-qwen2"
+        if not (model / "config.json").exists():
+            make = ROOT / "examples" / "make_tiny_model.py"
+            run([sys.executable, str(make), "--out-dir", str(model)])
+
+    def start_cluster(self) -> None:
+        say("control-plane binaries (built once, then cached)")
+        run(["bash", str(ROOT / "hack" / "cluster-bin.sh")])
+        say("control plane: etcd, kube-apiserver, scheduler, controller-manager, kwok, KubeRay")
+        state = localcluster.up(self.cluster_dir)
+        self.kubeconfig = state.kubeconfig
+        print(f"API server {state.server}; kubeconfig {state.kubeconfig}")
+        print(self.kubectl("get", "nodes", "-L", "kuberl.io/pool"))
+
+    def install_chart(self) -> str:
+        say(f"helm install {RELEASE} charts/kuberl (watching namespace {NAMESPACE})")
+        for namespace in (CHART_NAMESPACE, NAMESPACE):
+            if self.kubectl("get", "namespace", namespace, check=False) == "":
+                self.kubectl("create", "namespace", namespace)
+        helm = resolve_helm(self._home("helm"), self.kubeconfig)
+        if RELEASE not in helm.run("list", f"--namespace={CHART_NAMESPACE}", "-q").stdout.split():
+            values = {"operator": {"watchNamespaces": [NAMESPACE]}}
+            print(helm.install(RELEASE, CHART_NAMESPACE, values).strip().splitlines()[0])
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                     "crd/rltrainingjobs.kuberl.io")  # fmt: skip
+        path = self._home("creds") / "operator.kubeconfig"
+        return token_kubeconfig(self.kubeconfig, RELEASE, CHART_NAMESPACE, path)
+
+    def start_ray(self) -> None:
+        say("a Ray head on 127.0.0.1, standing in for the RayCluster's dashboard")
+        env = {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+        self.head = start_head(self.dir / "logs", env=env)
+        print(f"Ray dashboard {self.head.url}")
+
+    def start_operator(self, operator_kubeconfig: str) -> None:
+        say("kuberl operator (a local process with the chart ServiceAccount's token)")
+        metrics, liveness = free_port(), free_port()
+        self.metrics_url = f"http://127.0.0.1:{metrics}/metrics"
+        log = self.dir / "logs" / "operator.log"
+        argv = [
+            str(Path(sys.executable).parent / "kuberl"), "operator", "-n", NAMESPACE,
+            "--poll-interval", "2", "--dashboard-url-override", self.head.url,
+            # Outside a pod the runtime has no mounted token; the admin kubeconfig stands in.
+            "--runtime-kubeconfig", self.kubeconfig,
+            "--metrics-host", "127.0.0.1", "--metrics-port", str(metrics),
+            "--liveness", f"http://127.0.0.1:{liveness}/healthz",
+        ]  # fmt: skip
+        with open(log, "w") as out:
+            env = {**os.environ, "KUBECONFIG": operator_kubeconfig}
+            self.operator = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
+        wait(lambda: http_ok(f"http://127.0.0.1:{liveness}/healthz"), 60, "operator liveness",
+             self.operator)  # fmt: skip
+        print(f"operator log {log}; metrics {self.metrics_url}")
+
+    # --- the job ---------------------------------------------------------------------------
+
+    def run_job(self) -> dict[str, Any]:
+        say(f"kubectl apply -f {JOB_FILE.relative_to(ROOT)}")
+        self.kubectl("delete", "rlj", JOB, "-n", NAMESPACE, "--ignore-not-found", "--wait")
+        print(self.kubectl("apply", "-f", str(JOB_FILE)).strip())
+        say("live status (phase, step, reward, ETA), one line per change")
+        last, deadline = "", time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            status = json.loads(self.kubectl("get", "rlj", JOB, "-n", NAMESPACE, "-o", "json"))
+            status = status.get("status") or {}
+            line = progress_line(status)
+            if line != last:
+                print(f"[{time.monotonic() - self.started:5.0f}s] {line}", flush=True)
+                last = line
+            if status.get("phase") in ("Succeeded", "Failed"):
+                return status
+            assert self.operator is not None and self.operator.poll() is None, "operator exited"
+            time.sleep(1)
+        raise TimeoutError(f"the job did not finish within {TIMEOUT}s")
+
+    def report(self, status: dict[str, Any]) -> None:
+        print()
+        print(self.kubectl("get", "rlj", "-n", NAMESPACE, "-o", "wide").rstrip())
+        if status.get("phase") != "Succeeded":
+            print(f"\nthe job failed: {status.get('message')}")
+            return
+        outputs = self.dir / "outputs"
+        checkpoints = sorted(p.name for p in (outputs / "checkpoints").glob("global_step_*"))
+        say("where things are")
+        print(f"checkpoints     {outputs / 'checkpoints'}  ({', '.join(checkpoints)})")
+        print(f"exported model  {outputs / 'huggingface'}")
+        print(f"metrics         {outputs / 'logs' / 'metrics.jsonl'}; "
+              f"tensorboard --logdir {outputs / 'logs' / 'tensorboard'}")  # fmt: skip
+        print(f"attempt config  {outputs / '.kuberl'}")
+        print(f"operator        curl {self.metrics_url}")
+        for line in fetch(self.metrics_url).splitlines():
+            if line.startswith(("kuberl_job_global_step{", "kuberl_jobs{")) and "demo" in line:
+                print(f"                {line}")
+        left = self.kubectl("get", "rayclusters", "-n", NAMESPACE, "-o", "name").strip()
+        print(f"RayClusters     {left or 'none left (deleted on success)'}")
+
+    # --- teardown --------------------------------------------------------------------------
+
+    def stop_processes(self) -> None:
+        if self.operator is not None and self.operator.poll() is None:
+            self.operator.terminate()
+            self.operator.wait(timeout=30)
+        if self.head is not None:
+            self.head.stop()
+
+    def record_processes(self) -> None:
+        """For `--down` after KEEP=1: the operator's pid and the Ray head's process group."""
+        pids = {"operator": self.operator.pid if self.operator else None,
+                "ray_head_group": self.head.process.pid if self.head else None}  # fmt: skip
+        (self.dir / "pids.json").write_text(json.dumps(pids))
+
+    def kubectl(self, *args: str, check: bool = True) -> str:
+        kubectl = localcluster.require_binaries().kubectl
+        argv = [str(kubectl), f"--kubeconfig={self.kubeconfig}", *args]
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        if check and result.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
+        return result.stdout if result.returncode == 0 else ""
+
+    def _home(self, name: str) -> Path:
+        path = self.dir / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+def stop_kept(demo_dir: Path) -> None:
+    path = demo_dir / "pids.json"
+    if path.exists():
+        pids = json.loads(path.read_text())
+        for pid, kill in ((pids["operator"], os.kill), (pids["ray_head_group"], os.killpg)):
+            if pid:
+                with contextlib.suppress(ProcessLookupError):
+                    kill(pid, signal.SIGTERM)
+        path.unlink()
+    localcluster.down(demo_dir / "cluster")
+
+
+def progress_line(status: dict[str, Any]) -> str:
+    progress = status.get("progress") or {}
+    parts = [f"{status.get('phase', 'Pending'):<12}"]
+    if "globalStep" in progress:
+        parts.append(f"step {progress['globalStep']}/{progress.get('totalSteps', '?')}")
+    reward = (progress.get("metrics") or {}).get("critic/score/mean")
+    if reward is not None:
+        parts.append(f"reward {reward:.3f}")
+    if progress.get("estimatedRemainingSeconds") is not None:
+        parts.append(f"ETA {progress['estimatedRemainingSeconds']}s")
+    step = (status.get("checkpoint") or {}).get("latestStep")
+    if step is not None:
+        parts.append(f"checkpoint {step}")
+    if not progress and status.get("message"):
+        parts.append(status["message"])
+    return "  ".join(parts)
+
+
+def run(argv: list[str]) -> None:
+    subprocess.run(argv, check=True)
+
+
+def http_ok(url: str) -> bool:
+    try:
+        return bool(fetch(url))
+    except OSError:
+        return False
+
+
+def fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return response.read().decode()
+
+
+def wait(predicate: Any, timeout: float, what: str, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{what}: not up (exit code {process.poll()})")
+        time.sleep(0.5)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        default=bool(os.environ.get("KEEP")),
+        help="leave the cluster, operator and Ray head running (env KEEP=1)",
+    )
+    parser.add_argument("--down", action="store_true", help="stop a demo kept with KEEP=1")
+    args = parser.parse_args(argv)  # fmt: skip
+    demo = Demo(DEMO_DIR)
+    if args.down:
+        stop_kept(DEMO_DIR)
+        return 0
+    ok = False
+    try:
+        demo.prepare_storage()
+        demo.start_cluster()
+        operator_kubeconfig = demo.install_chart()
+        demo.start_ray()
+        demo.start_operator(operator_kubeconfig)
+        status = demo.run_job()
+        demo.report(status)
+        ok = status.get("phase") == "Succeeded"
+    finally:
+        if args.keep:
+            demo.record_processes()
+            say(f"kept running (KEEP=1): KUBECONFIG={demo.kubeconfig} kubectl get rlj -A")
+            print("stop cluster, operator and Ray head: `.venv/bin/python hack/demo.py --down`")
+        else:
+            say("tearing down")
+            demo.stop_processes()
+            localcluster.down(demo.cluster_dir)
+        print(f"\ndemo {'succeeded' if ok else 'FAILED'} in {time.monotonic() - demo.started:.0f}s")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+# syntax=docker/dockerfile:1
+# The kuberl operator: CPython, kopf, the Kubernetes client and prometheus-client; no torch, ray
+# or vllm. Build from the repository root (hack/images.sh passes images/versions.env):
+#   docker build -f images/operator.Dockerfile -t ghcr.io/kuberl/operator:0.1.0 .
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+# setuptools finds packages under all four roots, so all four are copied; only the `operator`
+# extra's dependencies are installed, so kuberl_runtime is inert here.
+COPY pyproject.toml README.md ./
+COPY api ./api
+COPY cli ./cli
+COPY operator ./operator
+COPY runtime ./runtime
+RUN python -m venv /opt/kuberl \
+    && /opt/kuberl/bin/pip install --no-cache-dir ".[operator]"
+
+FROM ${PYTHON_IMAGE}
+ARG KUBERL_VERSION=0.1.0
+LABEL org.opencontainers.image.title="kuberl-operator" \
+      org.opencontainers.image.description="kuberl operator: RLTrainingJob -> RayCluster + Ray job" \
+      org.opencontainers.image.version="${KUBERL_VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
+# 65532 is the chart's podSecurityContext.runAsUser; the home directory does not exist on purpose
+# (the root filesystem is read-only at run time, /tmp is an emptyDir).
+RUN groupadd --system --gid 65532 kuberl \
+    && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
+       --shell /usr/sbin/nologin kuberl
+COPY --from=build /opt/kuberl /opt/kuberl
+ENV PATH=/opt/kuberl/bin:${PATH} \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+USER 65532:65532
+# Metrics, liveness.
+EXPOSE 8080 8081
+ENTRYPOINT ["kuberl", "operator"]

@@ -1,0 +1,295 @@
+"""One attempt's life: RayCluster up, one submission, poll it, explain how it ended.
+
+Every step is idempotent: names are derived from the attempt index, "already exists" and
+"submission id already used" count as done, so a restarted operator never duplicates work.
+"""
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from kuberl_api.job import Attempt, RayClusterStatus, RayJobStatus
+from kuberl_operator import conditions as cond
+from kuberl_operator.builders import build_raycluster, build_runtime_rbac, build_submission
+from kuberl_operator.cluster_health import cluster_health
+from kuberl_operator.config import OperatorConfig
+from kuberl_operator.failures import (
+    Failure,
+    FailureClass,
+    backoff_seconds,
+    classify_ray_failure,
+    retry_verdict,
+)
+from kuberl_operator.kube import Kube
+from kuberl_operator.metrics import Metrics
+from kuberl_operator.names import head_service_url, raycluster_name, submission_id
+from kuberl_operator.ray_jobs import DashboardUnavailable, RayJobsClient, SubmissionRejected
+from kuberl_operator.state import JobState
+
+log = logging.getLogger(__name__)
+
+RayClientFactory = Callable[[str], RayJobsClient]
+
+
+class AttemptDriver:
+    def __init__(
+        self,
+        kube: Kube,
+        config: OperatorConfig,
+        metrics: Metrics,
+        ray_client: RayClientFactory = RayJobsClient,
+    ) -> None:
+        self.kube = kube
+        self.config = config
+        self.metrics = metrics
+        self.ray_client = ray_client
+        self._unreachable_since: dict[str, datetime] = {}
+        self._first_step_seen: set[str] = set()
+
+    def dashboard_url(self, state: JobState, cluster: str) -> str:
+        return self.config.dashboard_url_override or head_service_url(cluster, state.ref.namespace)
+
+    # --- start -----------------------------------------------------------------------------
+
+    def start(self, state: JobState) -> Attempt:
+        status, job = state.status, state.ref.name
+        index = status.attempts[-1].index + 1 if status.attempts else 1
+        resumed = status.checkpoint.latest_step if index > 1 and status.checkpoint else None
+        cluster = raycluster_name(job, index)
+        attempt = Attempt.model_validate(
+            {
+                "index": index,
+                "submissionId": submission_id(job, index),
+                "rayCluster": cluster,
+                "startTime": state.timestamp(),
+                "result": "Running",
+                "resumedFromStep": resumed,
+            }
+        )
+        state.add_attempt(attempt)
+        status.start_time = status.start_time or state.timestamp()
+        status.next_retry_time = None
+        status.ray_cluster = RayClusterStatus.model_validate(
+            {"name": cluster, "dashboardURL": self.dashboard_url(state, cluster)}
+        )
+        resume = f", resuming from step {resumed}" if resumed is not None else ""
+        state.set_phase("Provisioning", f"attempt {index}: creating RayCluster {cluster}{resume}")
+        if cond.is_true(status, cond.RESTARTING):
+            state.condition(cond.RESTARTING, False, "AttemptStarted", f"attempt {index} started")
+        state.event("Normal", "AttemptStarted", state.status.message or "")
+        return attempt
+
+    # --- drive -----------------------------------------------------------------------------
+
+    def drive(self, state: JobState, attempt: Attempt) -> None:
+        """Move the active attempt one step: provision, submit, or poll."""
+        assert attempt.ray_cluster
+        self._track_progress(state, attempt)
+        namespace = state.ref.namespace
+        raycluster = self.kube.get_raycluster(namespace, attempt.ray_cluster)
+        if raycluster is None:
+            if state.submitted(attempt):
+                self.fail(state, attempt, Failure("ClusterLost", "RayCluster deleted", _INFRA))
+                return
+            self._create_cluster(state, attempt)
+            return
+        owner = (raycluster["metadata"].get("ownerReferences") or [{}])[0].get("uid")
+        if owner != state.ref.uid:
+            state.set_phase("Provisioning", f"waiting for a stale {attempt.ray_cluster} to go")
+            return
+        self._observe_cluster(state, attempt, raycluster)
+        if state.submitted(attempt):
+            # The Ray job is the truth once submitted: a pod's readiness blinking (a probe, a
+            # node heartbeat) must not stop us from seeing it finish, fail or lose its head.
+            self._poll(state, attempt)
+        elif cond.is_true(state.status, cond.CLUSTER_READY):
+            self._submit(state, attempt)
+
+    def _create_cluster(self, state: JobState, attempt: Attempt) -> None:
+        assert state.spec is not None
+        namespace = state.ref.namespace
+        for stale in self.kube.list_rayclusters(namespace, state.ref.name):
+            if stale["metadata"]["name"] != attempt.ray_cluster:
+                self.kube.delete_raycluster(namespace, stale["metadata"]["name"])
+        for obj in build_runtime_rbac(state.ref):
+            self.kube.create(obj)
+        body = build_raycluster(state.ref, state.spec, attempt.index, self.config.default_image)
+        self.kube.create(body)
+        state.condition(cond.CLUSTER_READY, False, "PodsProvisioning", "RayCluster created")
+
+    def _observe_cluster(self, state: JobState, attempt: Attempt, raycluster: dict) -> None:
+        pods = self.kube.list_pods(state.ref.namespace, f"ray.io/cluster={attempt.ray_cluster}")
+        health = cluster_health(raycluster, pods)
+        mirror = state.status.ray_cluster or RayClusterStatus()
+        mirror.name = attempt.ray_cluster
+        mirror.state = health.state
+        mirror.ready_workers = health.ready_workers
+        mirror.desired_workers = health.desired_workers
+        state.status.ray_cluster = mirror
+        was_ready = cond.is_true(state.status, cond.CLUSTER_READY)
+        state.condition(cond.CLUSTER_READY, health.ready, health.reason, health.message)
+        if health.ready and not was_ready and not state.submitted(attempt):
+            started = cond.parse_time(attempt.start_time)
+            if started:
+                self.metrics.time_to_cluster_ready.observe((state.now - started).total_seconds())
+        if not health.ready and not state.submitted(attempt):
+            state.set_phase("Provisioning", f"attempt {attempt.index}: {health.message}")
+
+    # --- submit ----------------------------------------------------------------------------
+
+    def _submit(self, state: JobState, attempt: Attempt) -> None:
+        if state.effective is None or state.spec is None:
+            return  # the spec turned invalid: nothing new is submitted until it is fixed
+        client = self.ray_client(self.dashboard_url(state, attempt.ray_cluster or ""))
+        payload = build_submission(
+            state.ref,
+            state.spec.af_output_dir,
+            state.effective,
+            attempt.index,
+            self.config.runtime_kubeconfig,
+        )
+        try:
+            session = client.session_name()
+            client.submit(payload)
+        except DashboardUnavailable as err:
+            self._dashboard_down(state, attempt, str(err))
+            return
+        except SubmissionRejected as err:
+            self.fail(state, attempt, Failure("SubmissionRejected", str(err), _INFRA))
+            return
+        self._unreachable_since.pop(attempt.submission_id, None)
+        state.status.ray_job = RayJobStatus.model_validate(
+            {"submissionId": attempt.submission_id, "status": "PENDING", "sessionName": session}
+        )
+        state.set_phase("Running", f"attempt {attempt.index}: submitted {attempt.submission_id}")
+        state.condition(cond.RUNNING, False, "Pending", f"submitted {attempt.submission_id}")
+        state.event("Normal", "Submitted", f"Ray job {attempt.submission_id} submitted")
+
+    def _dashboard_down(self, state: JobState, attempt: Attempt, error: str) -> None:
+        since = self._unreachable_since.setdefault(attempt.submission_id, state.now)
+        waited = (state.now - since).total_seconds()
+        if waited >= self.config.dashboard_grace_seconds:
+            self._unreachable_since.pop(attempt.submission_id, None)
+            message = f"Ray dashboard unreachable for {waited:.0f}s: {error}"
+            self.fail(state, attempt, Failure("DashboardUnreachable", message, _INFRA))
+        else:
+            state.status.message = f"attempt {attempt.index}: waiting for the Ray dashboard"
+
+    # --- poll ------------------------------------------------------------------------------
+
+    def _poll(self, state: JobState, attempt: Attempt) -> None:
+        ray_job = state.status.ray_job
+        assert ray_job is not None
+        sid = attempt.submission_id
+        client = self.ray_client(self.dashboard_url(state, attempt.ray_cluster or ""))
+        try:
+            session = client.session_name()
+            info = client.get(sid)
+        except DashboardUnavailable as err:
+            self._dashboard_down(state, attempt, str(err))
+            return
+        self._unreachable_since.pop(sid, None)
+        if ray_job.session_name and session != ray_job.session_name:
+            message = f"Ray session changed from {ray_job.session_name} to {session}"
+            self.fail(state, attempt, Failure("HeadRestarted", message, _INFRA))
+            return
+        if info is None:
+            message = f"the Ray head no longer knows job {sid}"
+            self.fail(state, attempt, Failure("HeadRestarted", message, _INFRA))
+            return
+        owner = info.metadata.get("kuberl.io/uid")
+        if owner and owner != state.ref.uid:
+            message = f"submission id {sid} belongs to another job (uid {owner})"
+            self.fail(state, attempt, Failure("SubmissionIdConflict", message, _INFRA))
+            return
+        ray_job.status, ray_job.message = info.status, info.message or None
+        ray_job.start_time = _ms_to_iso(info.start_time)
+        ray_job.end_time = _ms_to_iso(info.end_time)
+        if info.status == "PENDING":
+            state.condition(cond.RUNNING, False, "Pending", info.message)
+        elif info.status == "RUNNING":
+            state.set_phase("Running", f"attempt {attempt.index}: training")
+            state.condition(cond.RUNNING, True, "RayJobRunning", f"Ray job {sid} is running")
+        elif info.status == "SUCCEEDED":
+            attempt.result, attempt.end_time = "Succeeded", state.timestamp()
+            state.finish(True, "RayJobSucceeded", f"attempt {attempt.index} succeeded")
+        else:
+            failure = classify_ray_failure(info, client.logs_tail(sid))
+            self.fail(state, attempt, failure)
+
+    def _track_progress(self, state: JobState, attempt: Attempt) -> None:
+        progress = state.status.progress
+        if progress is None:
+            return
+        self.metrics.global_step.labels(state.ref.namespace, state.ref.name).set(
+            progress.global_step
+        )
+        updated = cond.parse_time(progress.last_update_time)
+        started = cond.parse_time(attempt.start_time)
+        if updated is None or started is None or updated < started:
+            return
+        attempt.last_step = progress.global_step
+        key = f"{state.ref.uid}/{attempt.index}"
+        if key not in self._first_step_seen:
+            self._first_step_seen.add(key)
+            self.metrics.time_to_first_step.observe((updated - started).total_seconds())
+
+    # --- end -------------------------------------------------------------------------------
+
+    def stop(self, state: JobState, attempt: Attempt, reason: str) -> None:
+        """Stop the attempt on purpose (suspend, deadline): not a failure, no retry budget."""
+        if state.submitted(attempt):
+            client = self.ray_client(self.dashboard_url(state, attempt.ray_cluster or ""))
+            try:
+                client.stop(attempt.submission_id)
+            except DashboardUnavailable as err:
+                log.warning("could not stop %s: %s", attempt.submission_id, err)
+        attempt.result, attempt.reason, attempt.end_time = "Stopped", reason, state.timestamp()
+        state.event("Normal", "AttemptStopped", f"attempt {attempt.index} stopped: {reason}")
+
+    def fail(self, state: JobState, attempt: Attempt, failure: Failure) -> None:
+        status = state.status
+        attempt.result, attempt.end_time = "Failed", state.timestamp()
+        attempt.reason, attempt.message = failure.reason, failure.message[:1000]
+        attempt.failure_class = failure.cls.value
+        previous = state.previous_attempt()
+        previous_stuck = (
+            previous is not None
+            and previous.failure_class == FailureClass.APP.value
+            and previous.last_step is None
+        )
+        verdict = retry_verdict(
+            failure,
+            failed_attempts=status.restarts + 1,
+            backoff_limit=state.run_policy.backoff_limit,
+            made_progress=attempt.last_step is not None,
+            previous_failure_without_progress=previous_stuck,
+        )
+        text = f"attempt {attempt.index} failed ({failure.reason}): {failure.message}"
+        state.event("Warning", "AttemptFailed", text[:1000])
+        if not verdict.retry:
+            state.finish(False, verdict.reason, text)
+            return
+        status.restarts += 1
+        delay = backoff_seconds(status.restarts, self.config.backoff_base, self.config.backoff_max)
+        status.next_retry_time = cond.isoformat(state.now + timedelta(seconds=delay))
+        self.metrics.restarts.labels(state.ref.namespace, state.ref.name).inc()
+        state.set_phase("Restarting", f"{text}; retrying in {delay:.0f}s")
+        state.condition(cond.RUNNING, False, failure.reason, failure.message)
+        state.condition(
+            cond.RESTARTING,
+            True,
+            "BackoffWaiting",
+            f"restart {status.restarts}/{state.run_policy.backoff_limit} in {delay:.0f}s",
+        )
+        if attempt.ray_cluster:
+            self.kube.delete_raycluster(state.ref.namespace, attempt.ray_cluster)
+
+
+_INFRA = FailureClass.INFRA
+
+
+def _ms_to_iso(millis: int | None) -> str | None:
+    if not millis:
+        return None
+    return cond.isoformat(datetime.fromtimestamp(millis / 1000, tz=UTC))

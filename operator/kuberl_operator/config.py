@@ -1,0 +1,114 @@
+"""How one operator process runs: flags, each with an environment variable behind it."""
+
+import argparse
+import os
+from dataclasses import dataclass
+
+DEFAULT_IMAGE = "ghcr.io/kuberl/runtime-cuda:0.1.0"
+LOG_FORMATS = ("plain", "full", "json")
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    namespaces: tuple[str, ...] = ()
+    """Watched namespaces; empty means every namespace."""
+    default_image: str = DEFAULT_IMAGE
+    poll_interval: float = 10.0
+    """Seconds between timer-driven reconciles of one job."""
+    backoff_base: float = 10.0
+    backoff_max: float = 600.0
+    dashboard_url_override: str | None = None
+    """Point every job's Ray dashboard at this URL (tests: a local Ray head)."""
+    runtime_kubeconfig: str | None = None
+    """Kubeconfig path handed to the runtime when it does not run in a pod (tests only)."""
+    dashboard_grace_seconds: float = 120.0
+    """How long an unreachable dashboard is tolerated before the attempt is failed."""
+    metrics_port: int = 8080
+    metrics_host: str = "0.0.0.0"
+    liveness_endpoint: str | None = "http://0.0.0.0:8081/healthz"
+    standalone: bool = True
+    max_workers: int = 8
+    log_format: str = "full"
+    """kopf's log formats: plain (message only), full (timestamp, logger, level) or json."""
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name)
+    return value if value not in (None, "") else default
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        action="append",
+        dest="namespaces",
+        default=None,
+        help="namespace to watch (repeatable; env KUBERL_NAMESPACES, comma-separated)",
+    )
+    parser.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="watch every namespace (default)"
+    )
+    parser.add_argument("--default-image", default=_env("KUBERL_DEFAULT_IMAGE", DEFAULT_IMAGE))
+    parser.add_argument(
+        "--poll-interval", type=float, default=float(_env("KUBERL_POLL_INTERVAL", "10"))
+    )
+    parser.add_argument(
+        "--backoff-base", type=float, default=float(_env("KUBERL_BACKOFF_BASE", "10"))
+    )
+    parser.add_argument(
+        "--backoff-max", type=float, default=float(_env("KUBERL_BACKOFF_MAX", "600"))
+    )
+    parser.add_argument(
+        "--dashboard-url-override",
+        default=_env("KUBERL_DASHBOARD_URL_OVERRIDE"),
+        help="use this Ray dashboard URL for every job (tests: a local Ray head)",
+    )
+    parser.add_argument(
+        "--runtime-kubeconfig",
+        default=_env("KUBERL_RUNTIME_KUBECONFIG"),
+        help="kubeconfig path passed to runtimes outside a pod (tests only)",
+    )
+    parser.add_argument(
+        "--dashboard-grace-seconds",
+        type=float,
+        default=float(_env("KUBERL_DASHBOARD_GRACE_SECONDS", "120")),
+    )
+    parser.add_argument("--metrics-host", default=_env("KUBERL_METRICS_HOST", "0.0.0.0"))
+    parser.add_argument(
+        "--metrics-port", type=int, default=int(_env("KUBERL_METRICS_PORT", "8080"))
+    )
+    parser.add_argument(
+        "--liveness",
+        default=_env("KUBERL_LIVENESS", "http://0.0.0.0:8081/healthz"),
+        help="liveness endpoint URL; 'none' disables it",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default=_env("KUBERL_LOG_FORMAT", "full"),
+        help="plain, full or json (env KUBERL_LOG_FORMAT)",
+    )
+
+
+def from_args(args: argparse.Namespace) -> OperatorConfig:
+    namespaces = args.namespaces or [
+        n for n in (_env("KUBERL_NAMESPACES", "") or "").split(",") if n
+    ]
+    if args.all_namespaces:
+        namespaces = []
+    liveness = None if (args.liveness or "none").lower() == "none" else args.liveness
+    return OperatorConfig(
+        namespaces=tuple(namespaces),
+        default_image=args.default_image,
+        poll_interval=args.poll_interval,
+        backoff_base=args.backoff_base,
+        backoff_max=args.backoff_max,
+        dashboard_url_override=args.dashboard_url_override,
+        runtime_kubeconfig=args.runtime_kubeconfig,
+        dashboard_grace_seconds=args.dashboard_grace_seconds,
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
+        liveness_endpoint=liveness,
+        log_format=args.log_format,
+    )

@@ -1,0 +1,90 @@
+"""kopf wiring: every cause and the timer call the same ``Reconciler.reconcile``.
+
+Handlers stay thin. kopf keeps its bookkeeping in annotations (the status schema is structural
+and would prune ``status.kopf``), under kuberl.io/ keys and with kuberl's own finalizer.
+"""
+
+import logging
+from typing import Any
+
+import kopf
+
+from kuberl_api.job import GROUP, PLURAL, VERSION
+from kuberl_operator.config import OperatorConfig
+from kuberl_operator.names import ANNOTATION_PREFIX, FINALIZER
+from kuberl_operator.reconcile import Reconciler
+from kuberl_operator.state import Event
+
+log = logging.getLogger(__name__)
+RESOURCE = (GROUP, VERSION, PLURAL)
+
+
+def build_settings(config: OperatorConfig) -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(
+        prefix=ANNOTATION_PREFIX
+    )
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=ANNOTATION_PREFIX, key="last-handled-configuration"
+    )
+    settings.execution.max_workers = config.max_workers
+    settings.posting.level = logging.WARNING  # our own events carry the story; not kopf's logs
+    settings.watching.server_timeout = 300
+    # Namespaced: the chart grants no cluster-wide list of namespaces or CRDs, and kopf's
+    # resource scan would retry its 403s for about a minute before the first watch starts.
+    settings.scanning.disabled = bool(config.namespaces)
+    return settings
+
+
+def post_event(body: dict[str, Any], event: Event) -> None:
+    kopf.event(body, type=event.type, reason=event.reason, message=event.message)
+
+
+def register(registry: kopf.OperatorRegistry, reconciler: Reconciler, config: OperatorConfig):
+    def run(namespace: str, name: str, cause: str) -> None:
+        try:
+            reconciler.reconcile(namespace, name)
+        except Exception:
+            # Never crash and never let kopf retry on its own: the timer reconciles again soon.
+            log.exception("reconcile %s/%s (%s) failed", namespace, name, cause)
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        return kopf.login_via_client(**kwargs)  # in-cluster account, else $KUBECONFIG
+
+    @kopf.on.create(*RESOURCE, registry=registry)
+    def on_create(namespace: str, name: str, **_: Any) -> None:
+        run(namespace, name, "create")
+
+    @kopf.on.update(*RESOURCE, registry=registry)
+    def on_update(namespace: str, name: str, **_: Any) -> None:
+        run(namespace, name, "update")
+
+    @kopf.on.resume(*RESOURCE, registry=registry)
+    def on_resume(namespace: str, name: str, **_: Any) -> None:
+        run(namespace, name, "resume")
+
+    @kopf.timer(*RESOURCE, interval=config.poll_interval, registry=registry)
+    def on_timer(namespace: str, name: str, **_: Any) -> None:
+        run(namespace, name, "timer")
+
+    @kopf.on.delete(*RESOURCE, registry=registry)
+    def on_delete(body: kopf.Body, **_: Any) -> None:
+        try:
+            reconciler.finalize(dict(body))
+        except Exception:
+            log.exception("finalizing %s/%s failed", body.metadata.namespace, body.metadata.name)
+
+    @kopf.on.probe(id="reconciles", registry=registry)
+    def probe(**_: Any) -> int:
+        return int(sum(s.value for s in _samples(reconciler, "controller_runtime_reconcile_total")))
+
+
+def _samples(reconciler: Reconciler, name: str) -> list[Any]:
+    return [
+        sample
+        for metric in reconciler.metrics.registry.collect()
+        for sample in metric.samples
+        if sample.name == name
+    ]

@@ -1,0 +1,72 @@
+"""Run the operator: ``kuberl operator`` and ``python -m kuberl_operator``."""
+
+import argparse
+import asyncio
+import logging
+
+import kopf
+from kubernetes import client
+from kubernetes import config as kube_config
+
+from kuberl_operator.config import OperatorConfig, add_arguments, from_args
+from kuberl_operator.handlers import build_settings, post_event, register
+from kuberl_operator.kube import Kube
+from kuberl_operator.metrics import Metrics
+from kuberl_operator.reconcile import Reconciler
+
+log = logging.getLogger(__name__)
+
+
+def api_client() -> client.ApiClient:
+    try:
+        kube_config.load_incluster_config()
+    except kube_config.ConfigException:
+        kube_config.load_kube_config()
+    return client.ApiClient()
+
+
+def configure_logging(log_format: str) -> None:
+    """kopf's formatter on the root logger, replacing any handler set up before (the CLI's)."""
+    root = logging.getLogger()
+    verbose = root.level == logging.DEBUG
+    root.handlers.clear()
+    kopf.configure(verbose=verbose, log_format=kopf.LogFormat[log_format.upper()])
+
+
+def run_operator(config: OperatorConfig) -> None:
+    configure_logging(config.log_format)
+    metrics = Metrics()
+    metrics.serve(config.metrics_host, config.metrics_port)
+    reconciler = Reconciler(Kube(api_client()), config, metrics, emit=post_event)
+    registry = kopf.OperatorRegistry()
+    register(registry, reconciler, config)
+    where = ", ".join(config.namespaces) or "all namespaces"
+    log.info(
+        "kuberl operator watching %s; metrics on %s:%d",
+        where,
+        config.metrics_host,
+        config.metrics_port,
+    )
+    asyncio.run(
+        kopf.operator(
+            registry=registry,
+            settings=build_settings(config),
+            standalone=config.standalone,
+            clusterwide=not config.namespaces,
+            namespaces=config.namespaces,
+            liveness_endpoint=config.liveness_endpoint,
+        )
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kuberl-operator", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    run_operator(from_args(args))
+    return 0

@@ -1,0 +1,41 @@
+"""Deterministic names of everything one job owns, so a restarted operator finds, not duplicates.
+
+RayCluster ``<job>-a<N>`` and submission id ``<job>-<N>`` for attempt N; the runtime's
+ServiceAccount, Role and RoleBinding share ``<job>-runtime``.
+"""
+
+import hashlib
+
+LABEL_JOB = "kuberl.io/job"
+LABEL_ATTEMPT = "kuberl.io/attempt"
+LABEL_QUEUE = "kueue.x-k8s.io/queue-name"
+FINALIZER = "kuberl.io/finalizer"
+ANNOTATION_PREFIX = "kuberl.io"
+
+# RayCluster names become Service names (<cluster>-head-svc) and pod name prefixes: DNS-1035
+# labels of at most 63 characters, with room left for KubeRay's suffixes.
+_MAX_CLUSTER_NAME = 40
+
+
+def _shorten(name: str, limit: int) -> str:
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:6]
+    return f"{name[: limit - 7].rstrip('-')}-{digest}"
+
+
+def raycluster_name(job: str, attempt: int) -> str:
+    suffix = f"-a{attempt}"
+    return _shorten(job, _MAX_CLUSTER_NAME - len(suffix)) + suffix
+
+
+def submission_id(job: str, attempt: int) -> str:
+    return f"{job}-{attempt}"
+
+
+def runtime_account_name(job: str) -> str:
+    return _shorten(job, 245) + "-runtime"
+
+
+def head_service_url(cluster: str, namespace: str, port: int = 8265) -> str:
+    return f"http://{cluster}-head-svc.{namespace}.svc:{port}"

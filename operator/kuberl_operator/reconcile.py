@@ -1,0 +1,214 @@
+"""``reconcile(job)``: the one level-triggered function every handler and the timer call.
+
+Read the job, validate its spec, compare with what exists, act, and write status — in that
+order, under a per-job lock. Running it twice in a row changes nothing the second time.
+"""
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from kuberl_api.job import API_VERSION, KIND
+from kuberl_api.validation import SpecInvalid, parse_document, validate_document
+from kuberl_operator import conditions as cond
+from kuberl_operator.attempts import AttemptDriver, RayClientFactory
+from kuberl_operator.builders import accelerator_summary
+from kuberl_operator.config import OperatorConfig
+from kuberl_operator.kube import Kube
+from kuberl_operator.metrics import CONTROLLER, Metrics
+from kuberl_operator.ray_jobs import RayJobsClient
+from kuberl_operator.state import INVALID_SPEC, Event, JobState
+
+log = logging.getLogger(__name__)
+
+EventSink = Callable[[dict[str, Any], Event], None]
+CLUSTER_DELETED = "Deleted"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Reconciler:
+    def __init__(
+        self,
+        kube: Kube,
+        config: OperatorConfig,
+        metrics: Metrics | None = None,
+        emit: EventSink | None = None,
+        ray_client: RayClientFactory = RayJobsClient,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.kube = kube
+        self.config = config
+        self.metrics = metrics or Metrics()
+        self.emit = emit or (lambda body, event: None)
+        self.clock = clock
+        self.attempts = AttemptDriver(kube, config, self.metrics, ray_client)
+        self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+
+    # --- entry points ----------------------------------------------------------------------
+
+    def reconcile(self, namespace: str, name: str) -> JobState | None:
+        started = time.monotonic()
+        result = "success"
+        try:
+            with self._locks[f"{namespace}/{name}"]:
+                body = self.kube.get_job(namespace, name)
+                if body is None or body["metadata"].get("deletionTimestamp"):
+                    return None
+                state = JobState.read(body, self.clock())
+                self._reconcile(state)
+                self._write(state)
+                return state
+        except Exception:
+            result = "error"
+            self.metrics.reconcile_errors.labels(CONTROLLER).inc()
+            raise
+        finally:
+            self.metrics.reconcile_total.labels(CONTROLLER, result).inc()
+            self.metrics.reconcile_time.labels(CONTROLLER).observe(time.monotonic() - started)
+
+    def finalize(self, body: dict[str, Any]) -> None:
+        """The job is being deleted: stop its Ray job; ownerReferences remove the rest."""
+        state = JobState.read(body, self.clock())
+        attempt = state.active_attempt()
+        if attempt is not None and state.submitted(attempt):
+            self.attempts.stop(state, attempt, "JobDeleted")
+        self.metrics.forget(state.ref.uid, state.ref.namespace, state.ref.name)
+
+    # --- the decision ----------------------------------------------------------------------
+
+    def _reconcile(self, state: JobState) -> None:
+        state.status.observed_generation = state.generation
+        if state.status.phase is None:
+            state.set_phase("Pending", "validating")
+        self._validate(state)
+        if state.terminal:
+            self._finished(state)
+            return
+        attempt = state.active_attempt()
+        if state.spec is None:
+            if attempt is None:
+                state.finish(
+                    False, INVALID_SPEC, "the spec is invalid; see the Validated condition"
+                )
+                return
+            # An invalid update mid-run: the running attempt goes on; nothing new starts.
+        elif cond.get_condition(state.status, cond.FAILED):
+            state.condition(cond.FAILED, False, "SpecFixed", "the spec is valid again")
+        if state.run_policy.suspend:
+            self._suspend(state)
+            return
+        if self._deadline_passed(state):
+            if attempt is not None:
+                self.attempts.stop(state, attempt, "DeadlineExceeded")
+            seconds = state.run_policy.active_deadline_seconds
+            state.finish(False, "DeadlineExceeded", f"activeDeadlineSeconds ({seconds}) passed")
+            self._finished(state)
+            return
+        if cond.is_true(state.status, cond.SUSPENDED):
+            state.condition(cond.SUSPENDED, False, "Resumed", "resuming from the latest checkpoint")
+            state.status.start_time = state.timestamp()
+        if attempt is None:
+            if state.spec is None or not self._retry_due(state):
+                return
+            attempt = self.attempts.start(state)
+        self.attempts.drive(state, attempt)
+        self._checkpoint_condition(state)
+        if state.terminal:
+            self._finished(state)
+
+    def _validate(self, state: JobState) -> None:
+        manifest = {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "metadata": {"name": state.ref.name, "namespace": state.ref.namespace},
+            "spec": state.body.get("spec"),
+        }
+        try:
+            result = validate_document(parse_document(manifest, source=state.ref.name))
+            problems, spec, effective = result.errors, result.spec, result.backend_config
+        except SpecInvalid as err:
+            problems, spec, effective = err.problems, None, None
+        if problems:
+            message = f"{len(problems)} problem(s): " + "; ".join(p.render() for p in problems)
+            state.condition(cond.VALIDATED, False, INVALID_SPEC, message)
+            return
+        state.spec, state.effective = spec, effective
+        assert spec is not None
+        state.status.accelerators = accelerator_summary(spec.worker_pools)
+        state.condition(cond.VALIDATED, True, "Valid", "spec and backend_config are valid")
+
+    def _retry_due(self, state: JobState) -> bool:
+        due = cond.parse_time(state.status.next_retry_time)
+        return due is None or state.now >= due
+
+    def _deadline_passed(self, state: JobState) -> bool:
+        deadline = state.run_policy.active_deadline_seconds
+        started = cond.parse_time(state.status.start_time)
+        return bool(deadline and started and (state.now - started).total_seconds() > deadline)
+
+    def _checkpoint_condition(self, state: JobState) -> None:
+        checkpoint = state.status.checkpoint
+        if checkpoint is not None and checkpoint.latest_step is not None:
+            where = f" at {checkpoint.latest_path}" if checkpoint.latest_path else ""
+            message = f"step {checkpoint.latest_step}{where}"
+            state.condition(cond.CHECKPOINT_AVAILABLE, True, "CheckpointSaved", message)
+        elif cond.get_condition(state.status, cond.CHECKPOINT_AVAILABLE) is None:
+            state.condition(cond.CHECKPOINT_AVAILABLE, False, "NoCheckpointYet", "")
+
+    # --- suspend and finish ----------------------------------------------------------------
+
+    def _suspend(self, state: JobState) -> None:
+        attempt = state.active_attempt()
+        if attempt is not None:
+            self.attempts.stop(state, attempt, "Suspended")
+        self._delete_clusters(state)
+        state.status.next_retry_time = None
+        state.set_phase("Suspended", "suspended; checkpoints are kept")
+        state.condition(cond.SUSPENDED, True, "Suspended", "spec.runPolicy.suspend is true")
+        if cond.get_condition(state.status, cond.RUNNING):
+            state.condition(cond.RUNNING, False, "Suspended")
+
+    def _finished(self, state: JobState) -> None:
+        policy = state.run_policy
+        keep = policy.cleanup_policy == "KeepAll" or (
+            policy.cleanup_policy == "KeepOnFailure" and state.status.phase == "Failed"
+        )
+        if not keep:
+            self._delete_clusters(state)
+        ttl = policy.ttl_seconds_after_finished
+        finished = cond.parse_time(state.status.completion_time)
+        expired = finished is not None and (state.now - finished).total_seconds() >= (ttl or 0)
+        if ttl is not None and expired:
+            log.info("deleting %s/%s: ttlSecondsAfterFinished", *_where(state))
+            self.kube.delete_job(state.ref.namespace, state.ref.name)
+
+    def _delete_clusters(self, state: JobState) -> None:
+        mirror = state.status.ray_cluster
+        if mirror is None or mirror.state == CLUSTER_DELETED:
+            return
+        for raycluster in self.kube.list_rayclusters(state.ref.namespace, state.ref.name):
+            self.kube.delete_raycluster(state.ref.namespace, raycluster["metadata"]["name"])
+        mirror.state = CLUSTER_DELETED
+        mirror.ready_workers = None
+        state.condition(cond.CLUSTER_READY, False, "ClusterDeleted", "RayCluster deleted")
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def _write(self, state: JobState) -> None:
+        patch = state.status_patch()
+        if patch:
+            self.kube.patch_job_status(state.ref.namespace, state.ref.name, patch)
+        self.metrics.observe_phase(state.ref.uid, state.status.phase)
+        for event in state.events:
+            self.emit(state.body, event)
+
+
+def _where(state: JobState) -> tuple[str, str]:
+    return state.ref.namespace, state.ref.name

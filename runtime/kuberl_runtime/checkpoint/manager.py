@@ -1,0 +1,151 @@
+"""Checkpoints under `trainer.default_local_dir`, written so a crash at any instant is harmless.
+
+Layout of one step (all ranks write their own shards):
+
+    global_step_N/
+      actor/            torch.distributed.checkpoint: {"model", "optim"} (sharded DTensors)
+      actor/huggingface/  config + tokenizer (rank 0), for `kuberl export`
+      critic/           same, when a critic is trained
+      extra_state_rank_R.pt   lr schedulers, RNG states, KL controller (per rank)
+      data.pt           the prompt sampler's position
+      config.json       the resolved run config
+    latest_checkpointed_iteration.txt   N, rewritten atomically after the rename
+
+A step is written into `.tmp-global_step_N/`, renamed to `global_step_N/` only when every rank has
+finished, and only then is the tracker updated; leftovers of an interrupted write are removed at
+start-up. Retention removes whole step directories, oldest first, never the newest.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed.checkpoint as dcp
+from torch import nn
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+from kuberl_runtime.distributed import RankInfo, barrier
+from kuberl_runtime.faults import maybe_crash
+
+logger = logging.getLogger(__name__)
+
+TRACKER_FILE = "latest_checkpointed_iteration.txt"
+_STEP_DIR = re.compile(r"^global_step_(\d+)$")
+_TMP_PREFIX = ".tmp-"
+
+
+@dataclass
+class TrainState:
+    """The model + optimizer pairs and the small per-rank and global state of a run."""
+
+    modules: dict[str, tuple[nn.Module, torch.optim.Optimizer]]
+    extra: dict[str, Any]
+    """Per-rank picklable state (schedulers, RNG)."""
+    data: dict[str, Any]
+    """Global state rank 0 writes (sampler position)."""
+
+
+class CheckpointManager:
+    def __init__(self, root: str | Path, ranks: RankInfo, max_to_keep: int | None = None) -> None:
+        self.root = Path(root)
+        self.ranks = ranks
+        self.max_to_keep = max_to_keep
+
+    def step_dir(self, step: int) -> Path:
+        return self.root / f"global_step_{step}"
+
+    def complete_steps(self) -> list[int]:
+        if not self.root.is_dir():
+            return []
+        steps = [_STEP_DIR.match(p.name) for p in self.root.iterdir() if p.is_dir()]
+        return sorted(int(m.group(1)) for m in steps if m)
+
+    def latest_step(self) -> int | None:
+        """The tracker's step when its directory exists, else the newest complete step."""
+        tracker = self.root / TRACKER_FILE
+        if tracker.is_file():
+            text = tracker.read_text().strip()
+            if text.isdigit() and self.step_dir(int(text)).is_dir():
+                return int(text)
+        steps = self.complete_steps()
+        return steps[-1] if steps else None
+
+    def remove_partial_writes(self) -> None:
+        if self.ranks.is_main and self.root.is_dir():
+            for path in self.root.glob(f"{_TMP_PREFIX}global_step_*"):
+                logger.warning("removing interrupted checkpoint write %s", path)
+                shutil.rmtree(path, ignore_errors=True)
+        barrier()
+
+    def save(self, step: int, state: TrainState, write_main_files: Any = None) -> Path:
+        """Write step `step`; `write_main_files(tmp_dir)` adds rank-0 files (config, tokenizer)."""
+        tmp = self.root / f"{_TMP_PREFIX}global_step_{step}"
+        if self.ranks.is_main:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+        barrier()
+        for name, (model, optimizer) in state.modules.items():
+            model_sd, optim_sd = get_state_dict(model, optimizer)
+            dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(tmp / name))
+        torch.save(state.extra, tmp / f"extra_state_rank_{self.ranks.rank}.pt")
+        if self.ranks.is_main:
+            torch.save(state.data, tmp / "data.pt")
+            if write_main_files is not None:
+                write_main_files(tmp)
+        barrier()
+        maybe_crash("checkpoint_write", step)
+        final = self.step_dir(step)
+        if self.ranks.is_main:
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+            _write_atomically(self.root / TRACKER_FILE, f"{step}\n")
+            self._prune(keep_step=step)
+        barrier()
+        return final
+
+    def load(self, step_dir: Path, state: TrainState) -> None:
+        """Restore modules and optimizers in place; fills `state.extra` and `state.data`."""
+        for name, (model, optimizer) in state.modules.items():
+            model_sd, optim_sd = get_state_dict(model, optimizer)
+            loaded = {"model": model_sd, "optim": optim_sd}
+            dcp.load(loaded, checkpoint_id=str(step_dir / name))
+            set_state_dict(
+                model,
+                optimizer,
+                model_state_dict=loaded["model"],
+                optim_state_dict=loaded["optim"],
+            )
+        extra_path = step_dir / f"extra_state_rank_{self.ranks.rank}.pt"
+        if not extra_path.is_file():
+            # Resuming on more ranks than wrote the checkpoint: DCP reshards the model and
+            # optimizer; the newcomers take rank 0's schedulers and RNG.
+            logger.warning("%s missing; using rank 0's extra state", extra_path.name)
+            extra_path = step_dir / "extra_state_rank_0.pt"
+        state.extra = torch.load(extra_path, weights_only=False)
+        state.data = torch.load(step_dir / "data.pt", weights_only=False)
+
+    def _prune(self, keep_step: int) -> None:
+        if not self.max_to_keep:
+            return
+        older = [s for s in self.complete_steps() if s != keep_step]
+        excess = len(older) + 1 - self.max_to_keep
+        for step in older[: max(0, excess)]:
+            logger.info("retention: removing %s", self.step_dir(step))
+            shutil.rmtree(self.step_dir(step), ignore_errors=True)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

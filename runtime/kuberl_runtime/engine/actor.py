@@ -1,0 +1,166 @@
+"""The actor: log-probs of responses under the current (or reference) policy, and the PPO update.
+
+The update follows verl's legacy worker: this rank's rows are cut sequentially into mini-batches
+of `ppo_mini_batch_size · n / world_size` rows; each mini-batch is one optimizer step, accumulated
+over micro-batches weighted by their share of the mini-batch. Loss metrics are the mean over
+micro-batches (verl ≤0.5 semantics: they do not grow with the number of mini-batches).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import defaultdict
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from kuberl_api.backend_config.actor import ActorConfig
+from kuberl_runtime.algorithms import agg_loss, compute_policy_loss, kl_loss
+from kuberl_runtime.engine.logprob import forward_responses
+from kuberl_runtime.engine.micro import MicroBatching, forward_in_micro_batches
+from kuberl_runtime.engine.model_builder import is_lora, model_device
+from kuberl_runtime.engine.optim import build_lr_scheduler, build_optimizer, clip_and_step
+from kuberl_runtime.engine.packing import fixed_micro_batches
+from kuberl_runtime.trainer.batch import Batch
+
+_FORWARD_KEYS = ("input_ids", "attention_mask", "position_ids", "responses", "response_mask")
+
+
+@dataclass(frozen=True)
+class ActorSettings:
+    temperature: float
+    use_remove_padding: bool
+    rollout_n: int
+    world_size: int
+    total_training_steps: int
+
+
+class Actor:
+    def __init__(
+        self,
+        model: nn.Module,
+        cfg: ActorConfig,
+        settings: ActorSettings,
+        ref_model: nn.Module | None = None,
+    ) -> None:
+        self.model = model
+        self.cfg = cfg
+        self.settings = settings
+        self.ref_model = ref_model
+        self.optimizer = build_optimizer(model, cfg.optim)
+        self.lr_scheduler = build_lr_scheduler(
+            self.optimizer, cfg.optim, settings.total_training_steps
+        )
+
+    @property
+    def mini_batch_rows(self) -> int:
+        """Rows per optimizer step on this rank (verl's normalised ppo_mini_batch_size)."""
+        rows = self.cfg.ppo_mini_batch_size * self.settings.rollout_n // self.settings.world_size
+        assert rows > 0, "ppo_mini_batch_size · rollout.n must be ≥ the number of ranks"
+        return rows
+
+    def compute_log_prob(
+        self, batch: Batch, batching: MicroBatching, *, calculate_entropy: bool = False
+    ) -> dict[str, torch.Tensor]:
+        """`old_log_probs` (and `entropys`) of each row's response under the current policy."""
+        self.model.eval()
+
+        def run(micro: Batch) -> dict[str, torch.Tensor]:
+            out = self._forward(self.model, micro, calculate_entropy)
+            result = {"old_log_probs": out.log_probs}
+            if calculate_entropy:
+                result["entropys"] = out.entropy
+            return result
+
+        return forward_in_micro_batches(batch.pick(*_FORWARD_KEYS), batching, run)
+
+    def compute_ref_log_prob(self, batch: Batch, batching: MicroBatching) -> torch.Tensor:
+        """`ref_log_prob`: the reference model, or the actor with its LoRA adapters disabled."""
+        model = self.ref_model if self.ref_model is not None else self.model
+        model.eval()
+        context = (
+            self.model.disable_adapter()
+            if self.ref_model is None and is_lora(self.model)
+            else contextlib.nullcontext()
+        )
+        assert self.ref_model is not None or is_lora(self.model), "no reference model"
+
+        def run(micro: Batch) -> dict[str, torch.Tensor]:
+            return {"ref_log_prob": self._forward(model, micro, False).log_probs}
+
+        with context:
+            out = forward_in_micro_batches(batch.pick(*_FORWARD_KEYS), batching, run)
+        return out["ref_log_prob"]
+
+    def update_policy(self, batch: Batch) -> dict[str, list[float]]:
+        cfg = self.cfg
+        metrics: dict[str, list[float]] = defaultdict(list)
+        mini_batches = fixed_micro_batches(len(batch), self.mini_batch_rows)
+        # verl's on-policy shortcut: one optimizer step per batch ⇒ π_old is π_θ itself.
+        on_policy = len(mini_batches) == 1 and cfg.ppo_epochs == 1
+        batching = MicroBatching(
+            cfg.ppo_micro_batch_size_per_gpu, cfg.use_dynamic_bsz, cfg.ppo_max_token_len_per_gpu
+        )
+        self.model.train()
+        for _ in range(cfg.ppo_epochs):
+            for rows in mini_batches:
+                mini = batch.select(rows)
+                for micro_rows in batching.split(mini):
+                    micro = mini.select(micro_rows).to(model_device(self.model))
+                    loss, micro_metrics = self._loss(micro, on_policy)
+                    (loss * (len(micro_rows) / len(rows))).backward()
+                    for key, value in micro_metrics.items():
+                        metrics[key].append(float(value))
+                grad_norm, _ = clip_and_step(self.model, self.optimizer, cfg.grad_clip)
+                metrics["actor/grad_norm"].append(grad_norm)
+        metrics["actor/lr"].append(self.lr_scheduler.get_last_lr()[0])
+        self.lr_scheduler.step()
+        return dict(metrics)
+
+    def _loss(self, micro: Batch, on_policy: bool) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        cfg = self.cfg
+        mask = micro["response_mask"]
+        need_entropy = cfg.entropy_coeff != 0 or cfg.calculate_entropy
+        out = self._forward(self.model, micro, need_entropy)
+        assert out.log_probs is not None
+        old = out.log_probs.detach() if on_policy else micro["old_log_probs"]
+        loss, metrics = compute_policy_loss(
+            cfg.policy_loss.loss_mode,
+            old_log_prob=old,
+            log_prob=out.log_probs,
+            advantages=micro["advantages"],
+            response_mask=mask,
+            loss_agg_mode=cfg.loss_agg_mode,
+            clip_ratio=cfg.clip_ratio,
+            clip_ratio_low=cfg.clip_ratio_low,
+            clip_ratio_high=cfg.clip_ratio_high,
+            clip_ratio_c=cfg.clip_ratio_c,
+            loss_scale_factor=cfg.loss_scale_factor,
+        )
+        metrics = dict(metrics)
+        if out.entropy is not None:
+            entropy = agg_loss(out.entropy, mask, cfg.loss_agg_mode, cfg.loss_scale_factor)
+            metrics["actor/entropy"] = entropy.detach()
+            loss = loss - cfg.entropy_coeff * entropy
+        if cfg.use_kl_loss:
+            kl, kl_metrics = kl_loss(
+                logprob=out.log_probs,
+                ref_logprob=micro["ref_log_prob"],
+                response_mask=mask,
+                kl_loss_type=cfg.kl_loss_type,
+                loss_agg_mode=cfg.loss_agg_mode,
+            )
+            loss = loss + cfg.kl_loss_coef * kl
+            metrics.update(kl_metrics)
+            metrics["actor/kl_coef"] = torch.tensor(cfg.kl_loss_coef)
+        return loss, metrics
+
+    def _forward(self, model: nn.Module, micro: Batch, calculate_entropy: bool):
+        return forward_responses(
+            model,
+            micro.to(model_device(model)).tensors,
+            temperature=self.settings.temperature,
+            calculate_entropy=calculate_entropy,
+            use_remove_padding=self.settings.use_remove_padding,
+        )

@@ -1,0 +1,43 @@
+"""Forward-only passes over a rank's rows in micro-batches, results back in row order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from kuberl_runtime.engine.packing import fixed_micro_batches, token_budget_micro_batches
+from kuberl_runtime.trainer.batch import Batch
+
+
+@dataclass(frozen=True)
+class MicroBatching:
+    """`*_micro_batch_size_per_gpu`, or a token budget when `use_dynamic_bsz`."""
+
+    micro_batch_size: int | None = None
+    use_dynamic_bsz: bool = False
+    max_token_len: int = 16384
+
+    def split(self, batch: Batch) -> list[list[int]]:
+        if self.use_dynamic_bsz:
+            return token_budget_micro_batches(batch["attention_mask"], self.max_token_len)
+        return fixed_micro_batches(len(batch), self.micro_batch_size or len(batch))
+
+
+def forward_in_micro_batches(
+    batch: Batch,
+    batching: MicroBatching,
+    run: Callable[[Batch], dict[str, torch.Tensor]],
+) -> dict[str, torch.Tensor]:
+    """Apply `run` to each micro-batch (no grad) and reassemble each output in row order."""
+    groups = batching.split(batch)
+    outputs: dict[str, list[torch.Tensor]] = {}
+    with torch.no_grad():
+        for rows in groups:
+            for key, value in run(batch.select(rows)).items():
+                outputs.setdefault(key, []).append(value.cpu())
+    order = torch.tensor([row for rows in groups for row in rows])
+    inverse = torch.empty_like(order)
+    inverse[order] = torch.arange(len(order))
+    return {key: torch.cat(parts)[inverse] for key, parts in outputs.items()}

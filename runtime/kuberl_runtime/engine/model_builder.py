@@ -1,0 +1,111 @@
+"""Hugging Face models for each role, built from `model.path` (+ override_config), before sharding.
+
+Actor/reference: `AutoModelForCausalLM`. Critic: `AutoModelForTokenClassification` with one label
+(a value per position). Reward model: `AutoModelForSequenceClassification`. LoRA wraps the actor in
+a peft model whose adapters can be switched off to act as the reference without a second copy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What to build: the typed subset of `*.model` that the builder reads."""
+
+    path: str
+    override_config: dict[str, Any] = field(default_factory=dict)
+    trust_remote_code: bool = False
+    external_lib: str | None = None
+    enable_gradient_checkpointing: bool = False
+    lora_rank: int = 0
+    lora_alpha: int = 16
+    target_modules: str | list[str] = "all-linear"
+    exclude_modules: str | list[str] | None = None
+
+
+def load_config(spec: ModelSpec, **extra: Any) -> Any:
+    if spec.external_lib:
+        importlib.import_module(spec.external_lib)
+    config = AutoConfig.from_pretrained(spec.path, trust_remote_code=spec.trust_remote_code)
+    for key, value in {**spec.override_config, **extra}.items():
+        setattr(config, key, value)
+    return config
+
+
+def build_causal_lm(spec: ModelSpec, dtype: torch.dtype = torch.float32) -> nn.Module:
+    config = load_config(spec)
+    model = AutoModelForCausalLM.from_pretrained(
+        spec.path, config=config, dtype=dtype, trust_remote_code=spec.trust_remote_code
+    )
+    return _finish(model, spec)
+
+
+def build_value_model(spec: ModelSpec, dtype: torch.dtype = torch.float32) -> nn.Module:
+    """A token-classification model with one label: the critic's value per position."""
+    config = load_config(spec, num_labels=1, classifier_dropout=0.0)
+    model = AutoModelForTokenClassification.from_pretrained(
+        spec.path, config=config, dtype=dtype, trust_remote_code=spec.trust_remote_code
+    )
+    return _finish(model, spec, task_type="TOKEN_CLS")
+
+
+def build_reward_model(spec: ModelSpec, dtype: torch.dtype = torch.float32) -> nn.Module:
+    config = load_config(spec, num_labels=1)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        spec.path, config=config, dtype=dtype, trust_remote_code=spec.trust_remote_code
+    )
+    model.requires_grad_(False)
+    return model.eval()
+
+
+def _finish(model: nn.Module, spec: ModelSpec, task_type: str = "CAUSAL_LM") -> nn.Module:
+    model.config.use_cache = False
+    if spec.enable_gradient_checkpointing:
+        model.activation_checkpointing_enable({"use_reentrant": False})
+    if spec.lora_rank > 0:
+        model = apply_lora(model, spec, task_type)
+    return model
+
+
+def apply_lora(model: nn.Module, spec: ModelSpec, task_type: str) -> nn.Module:
+    from peft import LoraConfig, get_peft_model
+
+    if spec.enable_gradient_checkpointing:
+        model.enable_input_require_grads()
+    lora_config = LoraConfig(
+        task_type=task_type,
+        r=spec.lora_rank,
+        lora_alpha=spec.lora_alpha,
+        target_modules=spec.target_modules,
+        exclude_modules=spec.exclude_modules,
+        bias="none",
+    )
+    return get_peft_model(model, lora_config)
+
+
+def is_lora(model: nn.Module) -> bool:
+    return hasattr(model, "disable_adapter") and hasattr(model, "peft_config")
+
+
+def model_device(model: nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def decoder_layers(model: nn.Module) -> list[nn.Module]:
+    """The transformer blocks FSDP2 shards one by one (classes named in `_no_split_modules`)."""
+    base = model.get_base_model() if is_lora(model) else model
+    names = set(getattr(base, "_no_split_modules", None) or [])
+    return [m for m in model.modules() if type(m).__name__ in names]

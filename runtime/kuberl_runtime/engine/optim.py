@@ -1,0 +1,75 @@
+"""AdamW, warmup + constant/cosine learning-rate schedules, and clipping that skips bad steps."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import torch
+from torch import nn
+from torch.distributed.tensor import DTensor
+from torch.optim.lr_scheduler import LambdaLR
+
+from kuberl_api.backend_config.actor import OptimConfig
+
+logger = logging.getLogger(__name__)
+
+
+def build_optimizer(model: nn.Module, optim: OptimConfig) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    return torch.optim.AdamW(
+        params,
+        lr=optim.lr,
+        betas=(optim.betas[0], optim.betas[1]),
+        weight_decay=optim.weight_decay,
+    )
+
+
+def warmup_steps(optim: OptimConfig, total_training_steps: int) -> int:
+    if optim.lr_warmup_steps is not None and optim.lr_warmup_steps > 0:
+        return optim.lr_warmup_steps
+    return int(optim.lr_warmup_steps_ratio * total_training_steps)
+
+
+def lr_multiplier(step: int, *, warmup: int, total: int, optim: OptimConfig) -> float:
+    """Linear warmup 0→1, then constant, or cosine down to `min_lr_ratio`."""
+    if step < warmup:
+        return step / max(1, warmup)
+    if optim.lr_scheduler_type != "cosine":
+        return 1.0
+    progress = (step - warmup) / max(1, total - warmup)
+    floor = optim.min_lr_ratio
+    cosine = math.cos(2 * math.pi * optim.num_cycles * progress)
+    return max(floor, 0.5 * (1 + floor) + 0.5 * (1 - floor) * cosine)
+
+
+def build_lr_scheduler(
+    optimizer: torch.optim.Optimizer, optim: OptimConfig, total_training_steps: int
+) -> LambdaLR:
+    warmup = warmup_steps(optim, total_training_steps)
+
+    def multiplier(step: int) -> float:
+        return lr_multiplier(step, warmup=warmup, total=total_training_steps, optim=optim)
+
+    return LambdaLR(optimizer, multiplier)
+
+
+def clip_and_step(
+    model: nn.Module, optimizer: torch.optim.Optimizer, max_norm: float
+) -> tuple[float, bool]:
+    """Clip gradients to `max_norm` and step; a non-finite norm skips the step (grads dropped)."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    total = torch.nn.utils.get_total_norm(grads, norm_type=2.0)
+    if isinstance(total, DTensor):
+        total = total.full_tensor()
+    norm = float(total)
+    if not math.isfinite(norm):
+        logger.warning("grad norm is %s: skipping this optimizer step", norm)
+        optimizer.zero_grad(set_to_none=True)
+        return norm, False
+    torch.nn.utils.clip_grads_with_norm_(
+        [p for p in model.parameters() if p.grad is not None], max_norm, total
+    )
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return norm, True

@@ -1,0 +1,107 @@
+"""Local launcher: `trainer.n_gpus_per_node` ranks on this machine (nnodes must be 1).
+
+One rank runs in this process; more run as child processes of this one, each told its rank by
+env vars, that die with it (PR_SET_PDEATHSIG) and are stopped when any of them fails.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kuberl_runtime.config import RunConfig
+from kuberl_runtime.distributed import free_port
+
+logger = logging.getLogger(__name__)
+
+
+class LaunchError(RuntimeError):
+    pass
+
+
+def num_local_ranks(run: RunConfig) -> int:
+    trainer = run.backend_config.trainer
+    if (trainer.nnodes or 1) > 1:
+        raise LaunchError(
+            f"trainer.nnodes={trainer.nnodes}: the local launcher runs on one machine; submit the "
+            "job to a cluster (RLTrainingJob) for multi-node runs, or set trainer.nnodes=1"
+        )
+    return trainer.n_gpus_per_node or 1
+
+
+def launch_local(run: RunConfig) -> int:
+    """Run the job to completion; returns the exit code (0 when every rank succeeded)."""
+    world = num_local_ranks(run)
+    if world == 1:
+        from kuberl_runtime.launcher.worker import run_worker
+
+        os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+        run_worker(run)
+        return 0
+    with tempfile.TemporaryDirectory(prefix="kuberl-run-") as tmp:
+        config_path = Path(tmp) / "run.json"
+        config_path.write_text(run.to_json())
+        return _supervise(_spawn(world, config_path))
+
+
+def _spawn(world: int, config_path: Path) -> list[subprocess.Popen]:
+    port = str(free_port())
+    procs = []
+    for rank in range(world):
+        env = {
+            **os.environ,
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "WORLD_SIZE": str(world),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": port,
+        }
+        cmd = [sys.executable, "-m", "kuberl_runtime.launcher.worker", str(config_path)]
+        procs.append(subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent))
+    return procs
+
+
+def _supervise(procs: list[subprocess.Popen]) -> int:
+    def forward(signum: int, _frame: object) -> None:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while True:
+            codes = [proc.poll() for proc in procs]
+            failed = [c for c in codes if c not in (None, 0)]
+            if failed:
+                logger.error("a rank exited with %s; stopping the others", failed[0])
+                forward(signal.SIGTERM, None)
+                _wait_all(procs)
+                return failed[0] if failed[0] > 0 else 128 - failed[0]
+            if all(c == 0 for c in codes):
+                return 0
+            time.sleep(0.2)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _wait_all(procs: list[subprocess.Popen], timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _die_with_parent() -> None:
+    pr_set_pdeathsig = 1
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(pr_set_pdeathsig, signal.SIGKILL)

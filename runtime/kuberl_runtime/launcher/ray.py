@@ -1,0 +1,249 @@
+"""Ray launcher: one Ray actor per accelerator across the RayCluster, each running one SPMD rank.
+
+A placement group holds `trainer.nnodes` bundles of `trainer.n_gpus_per_node` accelerators,
+STRICT_SPREAD over nodes (one bundle per node) and packed within each; one actor per rank takes
+one accelerator from its node's bundle. The driver then learns where every actor landed, gives
+each rank its env (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT of rank 0's node, the node's
+visible devices) and runs the same worker as the local launcher (`run_worker`). When any rank
+fails the others are killed and the attempt fails with the rank, node and cause.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kuberl_runtime.config import RunConfig
+from kuberl_runtime.device import ACCELERATOR_ENV_PREFIXES, Device, requested_device
+from kuberl_runtime.launcher.local import LaunchError
+
+logger = logging.getLogger(__name__)
+
+PLACEMENT_TIMEOUT_ENV = "KUBERL_RAY_PLACEMENT_TIMEOUT_S"
+DEFAULT_PLACEMENT_TIMEOUT_S = 600.0
+# Driver env vars the ranks need to behave like local ranks (faults, reporting, caches, comms).
+FORWARDED_ENV_PREFIXES = (
+    "KUBERL_",
+    "HF_",
+    "TRANSFORMERS_",
+    "TORCH_",
+    "WANDB_",
+    "MLFLOW_",
+    "SWANLAB_",
+    *ACCELERATOR_ENV_PREFIXES,
+)
+FORWARDED_ENV_NAMES = ("OMP_NUM_THREADS", "TOKENIZERS_PARALLELISM")
+
+
+class RankFailed(RuntimeError):
+    """A rank died or raised; the whole attempt is over (the operator resumes it)."""
+
+
+@dataclass(frozen=True)
+class RankPlacement:
+    """Where Ray put one rank's actor."""
+
+    rank: int
+    node_id: str
+    node_ip: str
+    accelerator_ids: tuple[str, ...]
+
+
+def placement_strategy(nnodes: int, device: Device) -> str:
+    """STRICT_SPREAD puts each node's bundle on its own machine. CPU runs (tests, demos) may
+    share one machine, so there the spread is best effort."""
+    if nnodes == 1:
+        return "PACK"
+    return "SPREAD" if device.type == "cpu" else "STRICT_SPREAD"
+
+
+def build_rank_envs(
+    placements: Sequence[RankPlacement], device: Device, master_addr: str, master_port: int
+) -> list[dict[str, str]]:
+    """Per-rank env: ranks on one node see all of the node's accelerators, LOCAL_RANK picks one.
+
+    Ranks are grouped by Ray node id (not IP: two CPU "nodes" may share a host in tests).
+    """
+    by_node: dict[str, list[RankPlacement]] = {}
+    for placement in sorted(placements, key=lambda p: p.rank):
+        by_node.setdefault(placement.node_id, []).append(placement)
+    envs: dict[int, dict[str, str]] = {}
+    for node_ranks in by_node.values():
+        visible = sorted({i for p in node_ranks for i in p.accelerator_ids}, key=_device_order)
+        for position, placement in enumerate(node_ranks):
+            local_rank = (
+                visible.index(placement.accelerator_ids[0])
+                if placement.accelerator_ids
+                else position
+            )
+            env = {
+                "RANK": str(placement.rank),
+                "WORLD_SIZE": str(len(placements)),
+                "LOCAL_RANK": str(local_rank),
+                "LOCAL_WORLD_SIZE": str(len(node_ranks)),
+                "MASTER_ADDR": master_addr,
+                "MASTER_PORT": str(master_port),
+            }
+            if device.visible_devices_env and visible:
+                env[device.visible_devices_env] = ",".join(visible)
+            envs[placement.rank] = env
+    return [envs[rank] for rank in sorted(envs)]
+
+
+def forwarded_env(environ: Mapping[str, str], device: Device) -> dict[str, str]:
+    """The driver's settings every rank should see (Ray workers inherit the raylet's env)."""
+    env = {
+        key: value
+        for key, value in environ.items()
+        if key.startswith(FORWARDED_ENV_PREFIXES) or key in FORWARDED_ENV_NAMES
+    }
+    if device.alloc_conf_env and device.alloc_conf_env in environ:
+        env[device.alloc_conf_env] = environ[device.alloc_conf_env]
+    if device.ray_noset_visible_devices_env:
+        env[device.ray_noset_visible_devices_env] = "1"
+    return env
+
+
+def describe_failure(placement: RankPlacement, error: BaseException) -> str:
+    """One line for the attempt's failure: which rank, where, and why."""
+    cause = getattr(error, "cause", None)  # RayTaskError wraps the rank's own exception
+    culprit = cause if isinstance(cause, BaseException) else error
+    detail = " ".join(str(culprit).split())
+    if len(detail) > 600:
+        detail = detail[:600] + " ..."
+    return (
+        f"rank {placement.rank} on node {placement.node_ip} ({placement.node_id[:12]}) failed: "
+        f"{type(culprit).__name__}: {detail or 'no message'}"
+    )
+
+
+class RankProcess:
+    """The body of one rank's Ray actor (wrapped by `ray.remote` at launch time)."""
+
+    def __init__(self, accelerator_key: str) -> None:
+        self.accelerator_key = accelerator_key
+
+    def placement(self, rank: int) -> RankPlacement:
+        import ray
+
+        context = ray.get_runtime_context()
+        ids = context.get_accelerator_ids().get(self.accelerator_key, [])
+        return RankPlacement(
+            rank=rank,
+            node_id=context.get_node_id(),
+            node_ip=ray.util.get_node_ip_address(),
+            accelerator_ids=tuple(str(i) for i in ids),
+        )
+
+    def free_port(self) -> int:
+        with socket.socket() as sock:
+            sock.bind(("", 0))
+            return sock.getsockname()[1]
+
+    def run(self, env: dict[str, str], run_json: str) -> None:
+        from kuberl_runtime.launcher.worker import run_worker
+
+        os.environ.update(env)
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+        run_worker(RunConfig.from_json(run_json))
+
+
+def launch_ray(run: RunConfig) -> int:
+    """Run the job on the Ray cluster at RAY_ADDRESS (or a local one); returns the exit code."""
+    import ray
+
+    trainer = run.backend_config.trainer
+    nnodes, per_node = trainer.nnodes or 1, trainer.n_gpus_per_node or 1
+    device = requested_device(trainer.device)
+    if not ray.is_initialized():
+        ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=True)
+    group = _reserve(device, nnodes, per_node)
+    actors = _start_actors(group, device, nnodes, per_node)
+    try:
+        placements = ray.get([actor.placement.remote(rank) for rank, actor in enumerate(actors)])
+        port = ray.get(actors[0].free_port.remote())
+        envs = build_rank_envs(placements, device, placements[0].node_ip, port)
+        logger.info(
+            "ray launcher: %d ranks on %d node(s), master %s:%d",
+            len(actors),
+            len({p.node_id for p in placements}),
+            placements[0].node_ip,
+            port,
+        )
+        run_json = run.to_json()
+        runs = {
+            actor.run.remote(env, run_json): placement
+            for actor, env, placement in zip(actors, envs, placements, strict=True)
+        }
+        _wait_all(runs)
+        return 0
+    except RankFailed as err:
+        logger.error("%s; the other ranks were stopped", err)
+        return 1
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+        ray.util.remove_placement_group(group)
+
+
+def _reserve(device: Device, nnodes: int, per_node: int) -> Any:
+    import ray
+    from ray.util.placement_group import placement_group
+
+    bundles = [device.ray_bundle(per_node) for _ in range(nnodes)]
+    group = placement_group(bundles, strategy=placement_strategy(nnodes, device))
+    timeout = float(os.environ.get(PLACEMENT_TIMEOUT_ENV, DEFAULT_PLACEMENT_TIMEOUT_S))
+    ready, _ = ray.wait([group.ready()], timeout=timeout)
+    if not ready:
+        ray.util.remove_placement_group(group)
+        raise LaunchError(
+            f"Ray could not place {nnodes} node(s) x {per_node} {device.ray_resource} within "
+            f"{timeout:.0f}s (cluster has {ray.cluster_resources()}); check the worker pools "
+            f"against trainer.nnodes / trainer.n_gpus_per_node, or raise {PLACEMENT_TIMEOUT_ENV}"
+        )
+    return group
+
+
+def _start_actors(group: Any, device: Device, nnodes: int, per_node: int) -> list[Any]:
+    import ray
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    accelerator_key = "" if device.type == "cpu" else device.ray_resource
+    actor_cls = ray.remote(max_restarts=0)(RankProcess)
+    runtime_env = {"env_vars": forwarded_env(os.environ, device)}
+    actors = []
+    for node in range(nnodes):
+        strategy = PlacementGroupSchedulingStrategy(
+            placement_group=group, placement_group_bundle_index=node
+        )
+        for _ in range(per_node):
+            options = {
+                **device.ray_actor_options(),
+                "scheduling_strategy": strategy,
+                "runtime_env": runtime_env,
+            }
+            actors.append(actor_cls.options(**options).remote(accelerator_key))
+    return actors
+
+
+def _wait_all(runs: dict[Any, RankPlacement]) -> None:
+    import ray
+
+    pending = list(runs)
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        for ref in done:
+            try:
+                ray.get(ref)
+            except Exception as err:  # a dead actor or the rank's own exception
+                raise RankFailed(describe_failure(runs[ref], err)) from err
+
+
+def _device_order(device_id: str) -> tuple[int, str]:
+    return (int(device_id), "") if device_id.isdigit() else (1 << 30, device_id)

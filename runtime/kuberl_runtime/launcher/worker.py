@@ -1,0 +1,57 @@
+"""One rank: join the process group, build the components, run the trainer.
+
+`python -m kuberl_runtime.launcher.worker RUN_CONFIG_JSON` with RANK, WORLD_SIZE, LOCAL_RANK,
+MASTER_ADDR and MASTER_PORT in the environment (set by a launcher).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+
+from kuberl_runtime.config import RunConfig
+from kuberl_runtime.device import resolve_device, threads_per_rank
+from kuberl_runtime.distributed import init_distributed, shutdown_distributed
+from kuberl_runtime.tracking.progress import progress_reporter_from_env
+
+
+def run_worker(run: RunConfig) -> None:
+    import transformers
+
+    from kuberl_runtime.trainer.components import build_components
+    from kuberl_runtime.trainer.loop import Trainer
+
+    transformers.utils.logging.disable_progress_bar()  # the console tracker owns the terminal
+    # FSDP2 warns that HF heads return views; nothing here modifies model outputs in place.
+    warnings.filterwarnings("ignore", message=r"FSDP2-wrapped module .* returned a view tensor")
+    cfg = run.backend_config
+    device = resolve_device(cfg.trainer.device)
+    ranks = init_distributed(device, timeout_s=cfg.actor_rollout_ref.nccl_timeout)
+    if device.type == "cpu":
+        torch.set_num_threads(threads_per_rank(ranks.world_size))
+    device.bind(ranks.local_rank)
+    if not ranks.is_main:
+        logging.getLogger().setLevel(logging.WARNING)
+    torch.manual_seed(cfg.trainer.seed)
+    try:
+        components = build_components(run, device, ranks)
+        Trainer(components, progress_reporter_from_env()).fit()
+    finally:
+        shutdown_distributed()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    run_worker(RunConfig.from_json(Path(args[0]).read_text()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

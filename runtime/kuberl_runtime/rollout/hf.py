@@ -1,0 +1,84 @@
+"""Hugging Face rollout: batched generation with a KV cache on an unsharded copy of the policy.
+
+The copy is rebuilt from the actor's config (LoRA included) and refreshed by `update_weights`
+each step, as a vLLM engine would be; `sleep` drops the KV cache (HF keeps no other state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import torch
+from torch import nn
+from transformers import DynamicCache
+
+from kuberl_runtime.rollout.base import SamplingParams
+from kuberl_runtime.rollout.sampling import row_generators, sample_next
+
+
+class HFRollout:
+    def __init__(self, model: nn.Module, *, eos_ids: Sequence[int], pad_id: int) -> None:
+        self.model = model.eval()
+        self.model.requires_grad_(False)
+        self.eos_ids = list(eos_ids)
+        self.pad_id = pad_id
+
+    def update_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
+        own = self.model.state_dict()
+        with torch.no_grad():
+            for name, tensor in named_tensors:
+                own[name].copy_(tensor.to(own[name].device))
+
+    def sleep(self) -> None:
+        """Nothing persists between `generate` calls: the KV cache is per call."""
+
+    def wake_up(self) -> None:
+        """See `sleep`."""
+
+    @torch.no_grad()
+    def generate(
+        self,
+        prompts: torch.Tensor,
+        prompt_mask: torch.Tensor,
+        params: SamplingParams,
+        seeds: Sequence[int],
+    ) -> torch.Tensor:
+        device = next(self.model.parameters()).device
+        prompts, prompt_mask = prompts.to(device), prompt_mask.to(device)
+        rows = prompts.shape[0]
+        start = int((prompt_mask.sum(0) > 0).long().argmax())  # drop columns that are all padding
+        input_ids, mask = prompts[:, start:], prompt_mask[:, start:].long()
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        generators = row_generators(seeds)
+        responses = torch.full((rows, params.response_length), self.pad_id, dtype=torch.long)
+        finished = torch.zeros(rows, dtype=torch.bool)
+        eos = torch.tensor(self.eos_ids, dtype=torch.long)
+        ones = torch.ones(rows, 1, dtype=torch.long, device=device)
+        cache = DynamicCache()
+        next_position = positions[:, -1:] + 1
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        for step in range(params.response_length):
+            tokens = sample_next(out.logits[:, -1].float().cpu(), params, generators)
+            tokens = torch.where(finished, torch.full_like(tokens, self.pad_id), tokens)
+            responses[:, step] = tokens
+            if not params.ignore_eos:
+                finished |= torch.isin(tokens, eos)
+            if finished.all() or step + 1 == params.response_length:
+                break
+            mask = torch.cat([mask, ones], dim=1)
+            out = self.model(
+                input_ids=tokens.unsqueeze(1).to(device),
+                attention_mask=mask,
+                position_ids=next_position,
+                past_key_values=cache,
+                use_cache=True,
+            )
+            next_position = next_position + 1
+        return responses

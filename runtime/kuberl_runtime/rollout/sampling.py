@@ -1,0 +1,46 @@
+"""Next-token choice: temperature, top-k, top-p, greedy — with one random stream per row.
+
+Each row draws its Gumbel noise from its own generator seeded by the trainer, so a row's sample
+does not depend on which rank generated it or which rows shared its batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from kuberl_runtime.rollout.base import SamplingParams
+
+
+def row_generators(seeds: Sequence[int]) -> list[torch.Generator]:
+    return [torch.Generator().manual_seed(int(seed)) for seed in seeds]
+
+
+def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
+    """Set logits outside the top-k / nucleus (top-p) to −inf; k ≤ 0 and p = 1 disable them."""
+    if 0 < top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+        cumulative = sorted_logits.softmax(-1).cumsum(-1)
+        # Drop a token when the tokens before it already cover top_p (the first always stays).
+        drop_sorted = (cumulative - sorted_logits.softmax(-1)) >= top_p
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        logits = logits.masked_fill(drop, float("-inf"))
+    return logits
+
+
+def sample_next(
+    logits: torch.Tensor, params: SamplingParams, generators: list[torch.Generator]
+) -> torch.Tensor:
+    """(rows, V) float logits → (rows,) token ids."""
+    if params.greedy:
+        return logits.argmax(-1)
+    scaled = filter_logits(logits / params.temperature, params.top_k, params.top_p)
+    uniform = torch.stack(
+        [torch.rand(logits.shape[-1], generator=g, dtype=torch.float64) for g in generators]
+    ).clamp_(min=1e-20, max=1 - 1e-12)
+    gumbel = -torch.log(-torch.log(uniform))
+    return (scaled.double() + gumbel).argmax(-1)

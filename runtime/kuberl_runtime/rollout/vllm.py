@@ -1,0 +1,346 @@
+"""vLLM rollout: one in-process engine per rank (SPMD, `distributed_executor_backend=
+"external_launcher"`), tensor-parallel groups of `rollout.tensor_model_parallel_size` ranks.
+
+Pinned to the vLLM in the runtime image (`images/versions.env`: VLLM_VERSION). The vLLM API this
+module touches, and nothing more, is mirrored by `tests/runtime/rollout/fake_vllm.py`, whose
+docstring cites the upstream files; a change there shows up as a failing contract test:
+
+* `vllm.LLM(model=..., **engine kwargs)` — the engine-args names in `build_engine_kwargs`.
+* `vllm.SamplingParams(n, temperature, top_k, top_p, min_p, max_tokens, ignore_eos, seed,
+  stop_token_ids, detokenize)`.
+* `LLM.generate([{"prompt_token_ids": ids}, ...], sampling_params=[...], use_tqdm=False)` ->
+  `RequestOutput`s in input order, `.outputs[0].token_ids`.
+* `LLM.sleep(level=...)`, `LLM.wake_up(tags=["weights"])`, `LLM.wake_up(tags=["kv_cache",
+  "scheduling"])` (recent vLLM also pauses the scheduler in `sleep`; older ones ignore the tag).
+* `LLM.collective_rpc(fn, args=(bucket,))` -> `fn(worker, bucket)` on the in-process worker,
+  which calls `worker.model_runner.model.load_weights(weights=bucket)` with HF names.
+
+Weight sync follows verl's hybrid-engine order: wake the weights only, stream the actor's full
+tensors (LoRA merged into the base, cast to the rollout dtype) in buckets into `load_weights`,
+then wake the KV cache just before generating and sleep right after.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from kuberl_api.backend_config.rollout import RolloutConfig
+from kuberl_runtime.rollout.base import SamplingParams
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BUCKET_BYTES = 1 << 30
+# Level 1 keeps a host copy of the weights through sleep, so any generate (validation included)
+# finds valid weights even without a sync in between; level 2 would discard them.
+SLEEP_LEVEL = 1
+WEIGHTS_TAGS = ["weights"]
+CACHE_TAGS = ["kv_cache", "scheduling"]
+_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+def vllm_available() -> bool:
+    return importlib.util.find_spec("vllm") is not None
+
+
+def build_engine_kwargs(
+    rollout: RolloutConfig,
+    *,
+    model_path: str,
+    prompt_length: int,
+    response_length: int,
+    trust_remote_code: bool,
+    hf_overrides: dict[str, Any],
+) -> dict[str, Any]:
+    """`vllm.LLM(**kwargs)` for one rank, as verl builds it (engine_kwargs.vllm wins)."""
+    load_format = "dummy" if rollout.load_format.startswith("dummy") else rollout.load_format
+    kwargs: dict[str, Any] = {
+        "model": model_path,
+        "tensor_parallel_size": rollout.tensor_model_parallel_size,
+        "distributed_executor_backend": "external_launcher",
+        "dtype": rollout.dtype,
+        "enforce_eager": rollout.enforce_eager,
+        "gpu_memory_utilization": rollout.gpu_memory_utilization,
+        "disable_custom_all_reduce": True,
+        "max_model_len": rollout.max_model_len or prompt_length + response_length,
+        "max_num_batched_tokens": rollout.max_num_batched_tokens,
+        "max_num_seqs": rollout.max_num_seqs,
+        "enable_chunked_prefill": rollout.enable_chunked_prefill,
+        "enable_prefix_caching": rollout.enable_prefix_caching,
+        "enable_sleep_mode": rollout.free_cache_engine,
+        "load_format": load_format,
+        "disable_log_stats": rollout.disable_log_stats,
+        "trust_remote_code": trust_remote_code,
+        "seed": 0,
+    }
+    if hf_overrides:
+        kwargs["hf_overrides"] = dict(hf_overrides)
+    kwargs.update({k: v for k, v in rollout.engine_kwargs.vllm.items() if v is not None})
+    return kwargs
+
+
+def build_sampling_kwargs(
+    params: SamplingParams, seed: int, eos_ids: Sequence[int]
+) -> dict[str, Any]:
+    """`vllm.SamplingParams(**kwargs)` for one row. n=1: the trainer already repeated prompts."""
+    if params.greedy:
+        choice = {"temperature": 0.0, "top_k": -1, "top_p": 1.0, "min_p": 0.0}
+    else:
+        top_k = params.top_k if params.top_k > 0 else -1
+        choice = {"temperature": params.temperature, "top_k": top_k, "top_p": params.top_p}
+    return {
+        **choice,
+        "n": 1,
+        "max_tokens": params.response_length,
+        "ignore_eos": params.ignore_eos,
+        "stop_token_ids": [] if params.ignore_eos else list(eos_ids),
+        "seed": int(seed) % (1 << 63),
+        "detokenize": False,
+    }
+
+
+def tensor_parallel_groups(world_size: int, tp_size: int) -> list[list[int]]:
+    """Contiguous blocks of ranks, the same TP groups vLLM forms over the launcher's world."""
+    if world_size % tp_size:
+        raise ValueError(
+            f"rollout.tensor_model_parallel_size={tp_size} must divide the world size {world_size}"
+        )
+    return [list(range(start, start + tp_size)) for start in range(0, world_size, tp_size)]
+
+
+def merge_lora(
+    named_tensors: Iterable[tuple[str, torch.Tensor]], scaling: float
+) -> Iterator[tuple[str, torch.Tensor]]:
+    """PEFT state-dict entries -> plain HF names with W = W_base + scaling * B @ A.
+
+    A module's `base_layer.weight`, `lora_A.*.weight` and `lora_B.*.weight` arrive next to each
+    other (module order); only one module's tensors are held at a time.
+    """
+    pending: dict[str, dict[str, torch.Tensor]] = {}
+    for name, tensor in named_tensors:
+        name = name.removeprefix("base_model.model.")
+        if ".base_layer." in name and not name.endswith(".weight"):
+            yield name.replace(".base_layer.", "."), tensor  # bias: LoRA leaves it alone
+            continue
+        part = _lora_part(name)
+        if part is None:
+            yield name, tensor
+            continue
+        module, role = part
+        parts = pending.setdefault(module, {})
+        parts[role] = tensor
+        if parts.keys() == {"base", "A", "B"}:
+            del pending[module]
+            delta = (parts["B"].float() @ parts["A"].float()) * scaling
+            yield f"{module}.weight", (parts["base"].float() + delta).to(parts["base"].dtype)
+    assert not pending, f"LoRA modules without all of base/A/B: {sorted(pending)}"
+
+
+def _lora_part(name: str) -> tuple[str, str] | None:
+    for marker, role in ((".base_layer.", "base"), (".lora_A.", "A"), (".lora_B.", "B")):
+        if marker in name:
+            return name.split(marker)[0], role
+    return None
+
+
+def buckets(
+    named_tensors: Iterable[tuple[str, torch.Tensor]],
+    bucket_bytes: int,
+    dtype: torch.dtype,
+    device: torch.device,
+) -> Iterator[list[tuple[str, torch.Tensor]]]:
+    """Groups of tensors (cast, on `device`) of at most `bucket_bytes`; a bigger one goes alone."""
+    bucket: list[tuple[str, torch.Tensor]] = []
+    size = 0
+    for name, tensor in named_tensors:
+        cast = tensor.detach().to(
+            device=device, dtype=dtype if tensor.is_floating_point() else None
+        )
+        nbytes = cast.numel() * cast.element_size()
+        if bucket and size + nbytes > bucket_bytes:
+            yield bucket
+            bucket, size = [], 0
+        bucket.append((name, cast))
+        size += nbytes
+    if bucket:
+        yield bucket
+
+
+def load_weights_on_worker(worker: Any, weights: list[tuple[str, torch.Tensor]]) -> None:
+    """Runs inside vLLM's worker through `LLM.collective_rpc` (in-process: external launcher)."""
+    worker.model_runner.model.load_weights(weights=weights)
+
+
+class VLLMRollout:
+    """The rollout interface over an in-process `vllm.LLM` (or anything with its API)."""
+
+    def __init__(
+        self,
+        llm: Any,
+        sampling_params_cls: Any,
+        *,
+        eos_ids: Sequence[int],
+        pad_id: int,
+        dtype: str,
+        device: torch.device,
+        free_cache_engine: bool,
+        lora_scaling: float | None = None,
+        tp_group: Any = None,
+        host_model: nn.Module | None = None,
+        bucket_bytes: int = DEFAULT_BUCKET_BYTES,
+    ) -> None:
+        self.llm = llm
+        self.sampling_params_cls = sampling_params_cls
+        self.eos_ids = list(eos_ids)
+        self.pad_id = pad_id
+        self.dtype = _DTYPES[dtype]
+        self.device = device
+        self.free_cache_engine = free_cache_engine
+        self.lora_scaling = lora_scaling
+        self.tp_group = tp_group
+        self.host_model = host_model
+        self.bucket_bytes = bucket_bytes
+        self._awake = {"weights", "cache"}
+        if free_cache_engine:  # free the memory until the first sync (dummy weights until then)
+            self.sleep()
+
+    @property
+    def model(self) -> nn.Module:
+        """The HF copy that checkpoint metadata and the final export read (rank 0 keeps it)."""
+        assert self.host_model is not None, "this rank keeps no host copy of the policy"
+        return self.host_model
+
+    # ---- weights --------------------------------------------------------------------------
+    def update_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
+        self._wake("weights")
+        stream = self._tee_to_host(named_tensors)
+        if self.lora_scaling is not None:
+            stream = merge_lora(stream, self.lora_scaling)
+        for bucket in buckets(stream, self.bucket_bytes, self.dtype, self.device):
+            self.llm.collective_rpc(load_weights_on_worker, args=(bucket,))
+            del bucket
+
+    def _tee_to_host(
+        self, named_tensors: Iterable[tuple[str, torch.Tensor]]
+    ) -> Iterator[tuple[str, torch.Tensor]]:
+        own = self.host_model.state_dict() if self.host_model is not None else None
+        for name, tensor in named_tensors:
+            if own is not None:
+                with torch.no_grad():
+                    own[name].copy_(tensor)
+            yield name, tensor
+
+    # ---- memory ---------------------------------------------------------------------------
+    def wake_up(self) -> None:
+        """Weights first (a no-op after a sync), then the KV cache: verl's staged wake-up."""
+        self._wake("weights")
+        self._wake("cache")
+
+    def sleep(self) -> None:
+        if self.free_cache_engine and self._awake:
+            self.llm.sleep(level=SLEEP_LEVEL)
+            self._awake.clear()
+
+    def _wake(self, part: str) -> None:
+        if self.free_cache_engine and part not in self._awake:
+            self.llm.wake_up(tags=WEIGHTS_TAGS if part == "weights" else CACHE_TAGS)
+            self._awake.add(part)
+
+    # ---- generation -----------------------------------------------------------------------
+    def generate(
+        self,
+        prompts: torch.Tensor,
+        prompt_mask: torch.Tensor,
+        params: SamplingParams,
+        seeds: Sequence[int],
+    ) -> torch.Tensor:
+        rows = [row[mask.bool()].tolist() for row, mask in zip(prompts, prompt_mask, strict=True)]
+        all_rows, all_seeds, offset = self._gather_tp(rows, list(seeds))
+        sampling = [
+            self.sampling_params_cls(**build_sampling_kwargs(params, seed, self.eos_ids))
+            for seed in all_seeds
+        ]
+        outputs = self.llm.generate(
+            [{"prompt_token_ids": ids} for ids in all_rows],
+            sampling_params=sampling,
+            use_tqdm=False,
+        )
+        mine = outputs[offset : offset + len(rows)]
+        responses = torch.full((len(rows), params.response_length), self.pad_id, dtype=torch.long)
+        for i, output in enumerate(mine):
+            ids = list(output.outputs[0].token_ids)[: params.response_length]
+            responses[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        return responses
+
+    def _gather_tp(
+        self, rows: list[list[int]], seeds: list[int]
+    ) -> tuple[list[list[int]], list[int], int]:
+        """All TP ranks must feed vLLM the same requests: gather the group's rows in rank order."""
+        if self.tp_group is None or dist.get_world_size(self.tp_group) == 1:
+            return rows, seeds, 0
+        parts: list[Any] = [None] * dist.get_world_size(self.tp_group)
+        dist.all_gather_object(parts, (rows, seeds), group=self.tp_group)
+        me = dist.get_rank(self.tp_group)
+        offset = sum(len(part[0]) for part in parts[:me])
+        return (
+            [r for part in parts for r in part[0]],
+            [s for part in parts for s in part[1]],
+            offset,
+        )
+
+
+def build_vllm_rollout(
+    rollout: RolloutConfig,
+    *,
+    model_path: str,
+    prompt_length: int,
+    response_length: int,
+    trust_remote_code: bool,
+    hf_overrides: dict[str, Any],
+    eos_ids: Sequence[int],
+    pad_id: int,
+    device: torch.device,
+    lora_scaling: float | None,
+    host_model: nn.Module | None,
+) -> VLLMRollout:
+    """Construct the engine on this rank (all ranks call it together: TP groups are collective)."""
+    import vllm
+
+    # The external launcher runs the engine core in this process (no engine subprocess).
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    tp_group = None
+    if dist.is_initialized() and rollout.tensor_model_parallel_size > 1:
+        for ranks in tensor_parallel_groups(
+            dist.get_world_size(), rollout.tensor_model_parallel_size
+        ):
+            group = dist.new_group(ranks)  # every rank creates every group, in the same order
+            if dist.get_rank() in ranks:
+                tp_group = group
+    kwargs = build_engine_kwargs(
+        rollout,
+        model_path=model_path,
+        prompt_length=prompt_length,
+        response_length=response_length,
+        trust_remote_code=trust_remote_code,
+        hf_overrides=hf_overrides,
+    )
+    logger.info("vLLM %s engine: %s", vllm.__version__, kwargs)
+    return VLLMRollout(
+        vllm.LLM(**kwargs),
+        vllm.SamplingParams,
+        eos_ids=eos_ids,
+        pad_id=pad_id,
+        dtype=rollout.dtype,
+        device=device,
+        free_cache_engine=rollout.free_cache_engine,
+        lora_scaling=lora_scaling,
+        tp_group=tp_group,
+        host_model=host_model,
+    )

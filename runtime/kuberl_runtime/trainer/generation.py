@@ -1,0 +1,76 @@
+"""Prompt batches (repeated n× interleaved, one uid per prompt) and rollout sharded over ranks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from kuberl_runtime.data import PromptSample
+from kuberl_runtime.distributed import RankInfo, all_gather_rows
+from kuberl_runtime.rollout.base import RolloutEngine, SamplingParams, build_response_batch
+from kuberl_runtime.trainer.batch import Batch
+
+VALIDATION_STREAM = 1_000_000_000
+
+
+def row_seed(seed: int, stream: int, row: int) -> int:
+    """A sampling seed for one row of one step, independent of world size and batching."""
+    return int(np.random.SeedSequence([seed, stream, row]).generate_state(1)[0])
+
+
+def prompt_batch(
+    samples: Sequence[PromptSample], n: int, prompt_length: int, pad_id: int, uid_prefix: str
+) -> Batch:
+    """Left-padded (rows, P) prompts, each sample repeated `n` times next to itself."""
+    rows = [(i, sample) for i, sample in enumerate(samples) for _ in range(n)]
+    prompts = torch.full((len(rows), prompt_length), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), prompt_length), dtype=torch.long)
+    for row, (_, sample) in enumerate(rows):
+        ids = sample.prompt_ids[-prompt_length:]
+        prompts[row, prompt_length - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+        mask[row, prompt_length - len(ids) :] = 1
+    return Batch(
+        {"prompts": prompts, "prompt_mask": mask},
+        {
+            "uid": [f"{uid_prefix}:{i}" for i, _ in rows],
+            "sample": [sample for _, sample in rows],
+        },
+    )
+
+
+def generate_sharded(
+    prompts: Batch,
+    rollout: RolloutEngine,
+    params: SamplingParams,
+    *,
+    ranks: RankInfo,
+    seed: int,
+    stream: int,
+    eos_ids: Sequence[int],
+    pad_id: int,
+) -> Batch:
+    """Each rank generates a contiguous share of the rows; every rank gets the whole batch back."""
+    num_rows = len(prompts)
+    per_rank = -(-num_rows // ranks.world_size)
+    padded = list(range(num_rows)) + [0] * (per_rank * ranks.world_size - num_rows)
+    mine = padded[ranks.rank * per_rank : (ranks.rank + 1) * per_rank]
+    seeds = [row_seed(seed, stream, row) for row in mine]
+    index = torch.tensor(mine, dtype=torch.long)
+    rollout.wake_up()
+    local = rollout.generate(
+        prompts["prompts"][index], prompts["prompt_mask"][index], params, seeds
+    )
+    rollout.sleep()
+    responses = all_gather_rows(local)[:num_rows]
+    batch = build_response_batch(
+        prompts["prompts"],
+        prompts["prompt_mask"],
+        responses,
+        eos_ids=eos_ids,
+        pad_id=pad_id,
+        ignore_eos=params.ignore_eos,
+    )
+    batch.objects = dict(prompts.objects)
+    return batch

@@ -1,0 +1,360 @@
+"""`Trainer.fit`: verl's PPO step order, SPMD on every rank.
+
+generate → rewards → old log-probs → reference log-probs → values → (in-reward KL) advantages →
+critic update → actor update (after critic_warmup) → weight sync to the rollout → validation
+every test_freq → checkpoint every save_freq → metrics. Every rank holds the whole batch;
+forward and update work is split so that each rank handles its share of every mini-batch.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.distributed.tensor import DTensor
+
+from kuberl_runtime.algorithms import (
+    agg_loss,
+    apply_kl_penalty,
+    build_kl_controller,
+    compute_advantage,
+)
+from kuberl_runtime.checkpoint.export import export_hf_model, write_hf_metadata
+from kuberl_runtime.checkpoint.manager import CheckpointManager
+from kuberl_runtime.distributed import all_gather_rows
+from kuberl_runtime.engine.micro import MicroBatching
+from kuberl_runtime.faults import maybe_crash
+from kuberl_runtime.rollout.base import SamplingParams
+from kuberl_runtime.tracking import (
+    NullProgressReporter,
+    ProgressReporter,
+    Tracker,
+    build_tracker,
+)
+from kuberl_runtime.trainer import metrics as M
+from kuberl_runtime.trainer.batch import Batch, shard_rows
+from kuberl_runtime.trainer.components import Components
+from kuberl_runtime.trainer.generation import VALIDATION_STREAM, generate_sharded, prompt_batch
+from kuberl_runtime.trainer.rewards import score_batch
+from kuberl_runtime.trainer.state import restore_train_state, step_of, train_state
+from kuberl_runtime.trainer.validation import validation_metrics
+
+logger = logging.getLogger(__name__)
+
+
+class Trainer:
+    def __init__(self, components: Components, reporter: ProgressReporter) -> None:
+        self.c = components
+        self.cfg = components.cfg
+        # The control plane hears from rank 0 only.
+        self.reporter = reporter if components.ranks.is_main else NullProgressReporter()
+        self.global_step = 0
+        algo = self.cfg.algorithm
+        self.kl_ctrl = (
+            build_kl_controller(
+                algo.kl_ctrl.type,
+                kl_coef=algo.kl_ctrl.kl_coef,
+                target_kl=algo.kl_ctrl.target_kl,
+                horizon=algo.kl_ctrl.horizon,
+            )
+            if algo.use_kl_in_reward
+            else None
+        )
+        trainer = self.cfg.trainer
+        keep = [k for k in (trainer.max_actor_ckpt_to_keep, trainer.max_critic_ckpt_to_keep) if k]
+        if trainer.remove_previous_ckpt_in_save:
+            keep.append(1)
+        self.checkpoints = CheckpointManager(
+            components.run.checkpoint_dir, components.ranks, min(keep) if keep else None
+        )
+
+    # ---- run -------------------------------------------------------------------------------
+    def fit(self) -> None:
+        trainer, total = self.cfg.trainer, self.c.total_training_steps
+        self.global_step = self._resume()
+        self.sync_rollout_weights()
+        tracker = self._tracker()
+        self.reporter.on_start(start_step=self.global_step, total_steps=total)
+        try:
+            if self.c.val_data is not None and trainer.val_before_train:
+                tracker.log(self.validate(), step=self.global_step)
+                if trainer.val_only:
+                    return
+            while self.global_step < total:
+                self.global_step += 1
+                step_metrics = self.train_step(self.global_step)
+                tracker.log(step_metrics, step=self.global_step)
+                self.reporter.on_step(
+                    step=self.global_step, total_steps=total, metrics=step_metrics
+                )
+            exported = self.export()
+            self.reporter.on_finish(step=self.global_step, exported_model=exported)
+        finally:
+            tracker.close()
+
+    def train_step(self, step: int) -> dict[str, float]:
+        timings: dict[str, float] = {}
+        epoch = self.c.sampler.epoch
+        with M.timer("step", timings):
+            batch = self._generate_step_batch(step, timings)
+            maybe_crash("step_middle", step)
+            worker_metrics = self._prepare_and_update(batch, step, timings)
+            extra: dict[str, float] = {}
+            if self._due(self.cfg.trainer.test_freq, step) and self.c.val_data is not None:
+                with M.timer("testing", timings):
+                    extra.update(self.validate())
+            if self._due(self.cfg.trainer.save_freq, step):
+                with M.timer("save_checkpoint", timings):
+                    self.save_checkpoint(step)
+        return {
+            "training/global_step": step,
+            "training/epoch": epoch,
+            **worker_metrics,
+            **M.compute_data_metrics(batch, use_critic=self.c.critic is not None),
+            **M.compute_timing_metrics(batch, timings),
+            **M.compute_throughput_metrics(
+                batch, timings["step"], self.c.ranks.world_size, self.c.device
+            ),
+            **extra,
+        }
+
+    # ---- one step ----------------------------------------------------------------------------
+    def _generate_step_batch(self, step: int, timings: dict[str, float]) -> Batch:
+        samples = self.c.train_data.batch(self.c.sampler.next_batch())
+        rollout_cfg = self.cfg.actor_rollout_ref.rollout
+        prompts = prompt_batch(
+            samples, rollout_cfg.n, self._prompt_length, self.c.rollout.pad_id, f"{step}"
+        )
+        params = SamplingParams(
+            response_length=self._response_length,
+            temperature=rollout_cfg.temperature,
+            top_k=rollout_cfg.top_k,
+            top_p=rollout_cfg.top_p,
+            do_sample=rollout_cfg.do_sample,
+            ignore_eos=rollout_cfg.ignore_eos,
+        )
+        with M.timer("gen", timings):
+            batch = self._generate(prompts, params, stream=step)
+        with M.timer("reward", timings):
+            model_scores = self._reward_model_scores(batch)
+            scores, _ = score_batch(batch, self.c.reward_manager, self.c.tokenizer, model_scores)
+            batch["token_level_scores"] = scores
+        return batch
+
+    def _prepare_and_update(
+        self, batch: Batch, step: int, timings: dict[str, float]
+    ) -> dict[str, float]:
+        cfg, actor, critic = self.cfg, self.c.actor, self.c.critic
+        arr = cfg.actor_rollout_ref
+        metrics: dict[str, list[float]] = {}
+        with M.timer("old_log_prob", timings):
+            # Entropy is always measured here: verl reports `actor/entropy` from this pass.
+            out = self._on_shards(
+                batch,
+                lambda local: actor.compute_log_prob(
+                    local, self._log_prob_batching(), calculate_entropy=True
+                ),
+            )
+            batch["old_log_probs"] = out["old_log_probs"]
+            entropy = agg_loss(out["entropys"], batch["response_mask"], arr.actor.loss_agg_mode)
+        if cfg.needs_reference:
+            with M.timer("ref", timings):
+                batch["ref_log_prob"] = self._on_shards(
+                    batch,
+                    lambda local: {"out": actor.compute_ref_log_prob(local, self._ref_batching())},
+                )["out"]
+        if critic is not None:
+            with M.timer("values", timings):
+                batch["values"] = self._on_shards(
+                    batch, lambda local: {"out": critic.compute_values(local)}
+                )["out"]
+        with M.timer("adv", timings):
+            scalar_metrics = self._compute_advantages(batch)
+        local = batch.select(self._local_rows(len(batch)))
+        if critic is not None:
+            with M.timer("update_critic", timings):
+                metrics.update(critic.update_critic(local))
+        if cfg.trainer.critic_warmup <= step:
+            with M.timer("update_actor", timings):
+                metrics.update(actor.update_policy(local))
+            with M.timer("update_weights", timings):
+                self.sync_rollout_weights()
+        reduced = M.reduce_across_ranks(metrics)
+        reduced["actor/entropy"] = float(entropy)
+        return {**reduced, **scalar_metrics}
+
+    def _compute_advantages(self, batch: Batch) -> dict[str, float]:
+        algo = self.cfg.algorithm
+        metrics: dict[str, float] = {}
+        if self.kl_ctrl is not None:
+            rewards, metrics = apply_kl_penalty(
+                token_level_scores=batch["token_level_scores"],
+                response_mask=batch["response_mask"],
+                old_log_probs=batch["old_log_probs"],
+                ref_log_prob=batch["ref_log_prob"],
+                kl_ctrl=self.kl_ctrl,
+                kl_penalty_type=algo.kl_penalty,
+            )
+            batch["token_level_rewards"] = rewards
+        else:
+            batch["token_level_rewards"] = batch["token_level_scores"]
+        advantages, returns = compute_advantage(
+            algo.adv_estimator,
+            token_level_rewards=batch["token_level_rewards"],
+            response_mask=batch["response_mask"],
+            index=batch.objects["uid"],
+            values=batch.tensors.get("values"),
+            gamma=algo.gamma,
+            lam=algo.lam,
+            norm_adv_by_std_in_grpo=algo.norm_adv_by_std_in_grpo,
+        )
+        batch["advantages"], batch["returns"] = advantages, returns
+        return metrics
+
+    # ---- helpers -----------------------------------------------------------------------------
+    def _generate(self, prompts: Batch, params: SamplingParams, stream: int) -> Batch:
+        return generate_sharded(
+            prompts,
+            self.c.rollout,
+            params,
+            ranks=self.c.ranks,
+            seed=self.cfg.trainer.seed,
+            stream=stream,
+            eos_ids=self.c.rollout.eos_ids,
+            pad_id=self.c.rollout.pad_id,
+        )
+
+    def _reward_model_scores(self, batch: Batch) -> list[float] | None:
+        if self.c.reward_model is None:
+            return None
+        scorer = self.c.reward_model
+        return self._on_shards(batch, lambda local: {"out": scorer.score(local)})["out"].tolist()
+
+    def _local_rows(self, num_rows: int, rank: int | None = None) -> list[int]:
+        """`rank`'s (default: this rank's) share of every mini-batch of the step's rows."""
+        arr = self.cfg.actor_rollout_ref
+        mini = min(arr.actor.ppo_mini_batch_size * arr.rollout.n, num_rows)
+        ranks = self.c.ranks
+        return shard_rows(num_rows, mini, ranks.rank if rank is None else rank, ranks.world_size)
+
+    def _on_shards(self, batch: Batch, fn: Any) -> dict[str, torch.Tensor]:
+        """Run `fn` on this rank's rows and reassemble every output over the whole batch."""
+        world = self.c.ranks.world_size
+        order = [row for r in range(world) for row in self._local_rows(len(batch), r)]
+        outputs = fn(batch.select(self._local_rows(len(batch))))
+        index = torch.tensor(order)
+        result = {}
+        for key, value in outputs.items():
+            gathered = all_gather_rows(value)
+            full = torch.empty_like(gathered)
+            full[index] = gathered
+            result[key] = full
+        return result
+
+    def _log_prob_batching(self) -> MicroBatching:
+        rollout = self.cfg.actor_rollout_ref.rollout
+        return MicroBatching(
+            rollout.log_prob_micro_batch_size_per_gpu,
+            bool(rollout.log_prob_use_dynamic_bsz),
+            rollout.log_prob_max_token_len_per_gpu or 16384,
+        )
+
+    def _ref_batching(self) -> MicroBatching:
+        ref = self.cfg.actor_rollout_ref.ref
+        return MicroBatching(
+            ref.log_prob_micro_batch_size_per_gpu,
+            bool(ref.log_prob_use_dynamic_bsz),
+            ref.log_prob_max_token_len_per_gpu or 16384,
+        )
+
+    @property
+    def _prompt_length(self) -> int:
+        rollout = self.cfg.actor_rollout_ref.rollout
+        return rollout.prompt_length or self.cfg.data.max_prompt_length
+
+    @property
+    def _response_length(self) -> int:
+        rollout = self.cfg.actor_rollout_ref.rollout
+        return rollout.response_length or self.cfg.data.max_response_length
+
+    def _due(self, freq: int, step: int) -> bool:
+        return freq > 0 and (step % freq == 0 or step == self.c.total_training_steps)
+
+    # ---- validation, weights, checkpoints ----------------------------------------------------
+    def validate(self) -> dict[str, float]:
+        assert self.c.val_data is not None
+        val = self.cfg.actor_rollout_ref.rollout.val_kwargs
+        params = SamplingParams(
+            response_length=self._response_length,
+            temperature=val.temperature,
+            top_k=val.top_k,
+            top_p=val.top_p,
+            do_sample=val.do_sample,
+        )
+        samples = list(self.c.val_data.samples)
+        prompts = prompt_batch(samples, val.n, self._prompt_length, self.c.rollout.pad_id, "val")
+        batch = self._generate(prompts, params, stream=VALIDATION_STREAM + self.global_step)
+        model_scores = self._reward_model_scores(batch)
+        scores, extra = score_batch(batch, self.c.reward_manager, self.c.tokenizer, model_scores)
+        return validation_metrics(batch, scores.sum(-1).tolist(), extra, val.n)
+
+    def sync_rollout_weights(self) -> None:
+        """Stream the actor's full weights, one tensor at a time, into the rollout engine."""
+
+        def full_tensors():
+            for name, tensor in self.c.actor.model.state_dict().items():
+                yield name, tensor.full_tensor() if isinstance(tensor, DTensor) else tensor
+
+        self.c.rollout.update_weights(full_tensors())
+
+    def save_checkpoint(self, step: int) -> Path:
+        def write_main_files(tmp: Path) -> None:
+            (tmp / "config.json").write_text(self.c.run.to_json())
+            write_hf_metadata(self.c.rollout.model, self.c.tokenizer, tmp / "actor" / "huggingface")
+
+        path = self.checkpoints.save(
+            step, train_state(self.c, self.kl_ctrl, step), write_main_files
+        )
+        self.reporter.on_checkpoint(step=step, path=str(path))
+        return path
+
+    def _resume(self) -> int:
+        trainer = self.cfg.trainer
+        self.checkpoints.remove_partial_writes()
+        if trainer.resume_mode == "disable":
+            return 0
+        if trainer.resume_mode == "resume_path":
+            assert trainer.resume_from_path, "resume_mode=resume_path needs resume_from_path"
+            step_dir = Path(trainer.resume_from_path)
+            step_of(step_dir)
+        else:
+            latest = self.checkpoints.latest_step()
+            if latest is None:
+                return 0
+            step_dir = self.checkpoints.step_dir(latest)
+        logger.info("resuming from %s", step_dir)
+        return restore_train_state(self.c, self.checkpoints, step_dir, self.kl_ctrl)
+
+    def export(self) -> str | None:
+        """Merged Hugging Face model of the final policy into `<output_dir>/huggingface/`."""
+        if not self.c.ranks.is_main:
+            return None
+        target = self.c.run.output_dir / "huggingface"
+        export_hf_model(self.c.rollout.model, self.c.tokenizer, target)
+        logger.info("exported the trained model to %s", target)
+        return str(target)
+
+    def _tracker(self) -> Tracker:
+        trainer = self.cfg.trainer
+        return build_tracker(
+            is_main=self.c.ranks.is_main,
+            log_dir=self.c.run.output_dir / "logs",
+            loggers=trainer.loggers,
+            total_steps=self.c.total_training_steps,
+            start_step=self.global_step,
+            project=trainer.project_name,
+            experiment=trainer.experiment_name,
+            config=self.cfg.model_dump(mode="json"),
+        )

@@ -1,0 +1,67 @@
+"""A stand-in for ``kuberl`` on the local Ray head's PATH, for lifecycle tests that need no model.
+
+``kuberl train FILE`` whose ``trainer.experiment_name`` starts with ``fake-`` behaves as named:
+
+* ``fake-fail``: exits 1 with a traceback, before any step;
+* ``fake-config``: exits 2, as ``kuberl train`` does on an invalid config;
+* ``fake-steps-N-SECONDS``: N steps of SECONDS each, a checkpoint per step under
+  ``default_local_dir`` and progress through the real runtime reporter, resuming from the
+  newest checkpoint when ``resume_mode`` is auto.
+
+Anything else runs the real ``kuberl`` beside this interpreter.
+"""
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+
+def main() -> int:
+    real = Path(sys.executable).parent / "kuberl"
+    if len(sys.argv) < 3 or sys.argv[1] != "train":
+        os.execv(real, [str(real), *sys.argv[1:]])
+    config = yaml.safe_load(Path(sys.argv[2]).read_text())
+    trainer = config["backend_config"]["trainer"]
+    name = trainer["experiment_name"]
+    if not name.startswith("fake-"):
+        os.execv(real, [str(real), *sys.argv[1:]])
+    print(f"fake kuberl train: {name}", flush=True)
+    if name == "fake-fail":
+        print("Traceback (most recent call last):\nRuntimeError: deliberate failure", flush=True)
+        return 1
+    if name == "fake-config":
+        print("error: backend_config.data.train_files: no such file", flush=True)
+        return 2
+    _, _, steps, seconds = name.split("-")
+    return run_steps(Path(trainer["default_local_dir"]), trainer["resume_mode"], int(steps),
+                     float(seconds))  # fmt: skip
+
+
+def run_steps(ckpt_dir: Path, resume_mode: str, total: int, seconds: float) -> int:
+    from kuberl_runtime.reporting import status_reporter_from_env
+
+    reporter = status_reporter_from_env()
+    tracker = ckpt_dir / "latest_checkpointed_iteration.txt"
+    start = int(tracker.read_text()) if resume_mode == "auto" and tracker.exists() else 0
+    print(f"resumed from step {start}" if start else "starting from step 0", flush=True)
+    if reporter:
+        reporter.on_start(start_step=start, total_steps=total)
+    for step in range(start + 1, total + 1):
+        time.sleep(seconds)
+        path = ckpt_dir / f"global_step_{step}"
+        path.mkdir(parents=True, exist_ok=True)
+        tracker.write_text(str(step))
+        print(f"step {step}/{total}", flush=True)
+        if reporter:
+            reporter.on_step(step=step, total_steps=total, metrics={"critic/score/mean": step})
+            reporter.on_checkpoint(step=step, path=str(path))
+    if reporter:
+        reporter.on_finish(step=total, exported_model=None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""The whole path with real training: apply → RayCluster (KubeRay + kwok) → Ray job on the local
+head → `kuberl train` (tiny GRPO on CPU) → progress in status → Succeeded, and a Ray job stopped
+mid-training that resumes from its last checkpoint and ends exactly where the uninterrupted run did.
+
+The backend_config is examples/demo.yaml, shrunk to under a second a step on an idle core, with
+the trainer tests' digit reward so that the policy really moves (the arithmetic reward of a random
+tiny model is all zeros, and zero advantages would leave the weights untouched).
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from support.rljobs import Jobs, wait_for
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+TOTAL_STEPS, SAVE_FREQ = 12, 3
+DIGIT_REWARD = REPO / "tests" / "runtime" / "trainer" / "digit_reward.py"
+RUN_TIMEOUT = 360
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: Any) -> Path:
+    """The demo's tiny Qwen2 (what examples/make_tiny_model.py writes), in a temp dir."""
+    from transformers import AutoTokenizer
+
+    from kuberl_runtime.testing.tiny import save_tiny_model
+
+    tokenizer = AutoTokenizer.from_pretrained(REPO / "examples" / "tokenizer" / "arith-tokenizer")
+    out = tmp_path_factory.mktemp("models") / "tiny-qwen2"
+    save_tiny_model(out, tokenizer, seed=0)
+    return out
+
+
+def demo_job(name: str, af_output_dir: Path, model: Path) -> dict[str, Any]:
+    config = yaml.safe_load((REPO / "examples" / "demo.yaml").read_text())
+    data, roles, trainer = config["data"], config["actor_rollout_ref"], config["trainer"]
+    data.update(train_files=str(REPO / "examples" / "data" / "arith" / "train.parquet"))
+    data.update(train_batch_size=4, max_response_length=12)
+    for key in ("val_files", "val_max_samples"):
+        data.pop(key)
+    roles["model"]["path"] = str(model)
+    roles["actor"].update(ppo_mini_batch_size=2, ppo_micro_batch_size_per_gpu=2)
+    roles["rollout"]["n"] = 2
+    config["custom_reward_function"] = {"path": str(DIGIT_REWARD)}
+    for key in ("device", "nnodes", "n_gpus_per_node"):  # the worker pool decides placement
+        trainer.pop(key)
+    trainer.update(
+        total_training_steps=TOTAL_STEPS,
+        save_freq=SAVE_FREQ,
+        test_freq=-1,
+        val_before_train=False,
+        logger=["console"],
+        experiment_name="e2e-arith",
+        default_local_dir="checkpoints",
+    )
+    return {
+        "apiVersion": "kuberl.io/v1alpha1",
+        "kind": "RLTrainingJob",
+        "metadata": {"name": name},
+        "spec": {
+            "af_output_dir": str(af_output_dir),
+            "workerPools": [{"name": "cpu", "nodes": 1, "cpu": "2", "memory": "4Gi"}],
+            "backend_config": config,
+            "runPolicy": {"backoffLimit": 2},
+        },
+    }
+
+
+def watch_until(jobs: Jobs, name: str, phase: str, seen: dict[str, list]) -> dict:
+    """Poll status until `phase`, recording every phase, step and RayCluster seen on the way."""
+
+    def reached() -> dict | None:
+        status = jobs.status(name)
+        if status.get("phase") and status["phase"] not in seen["phases"]:
+            seen["phases"].append(status["phase"])
+        step = (status.get("progress") or {}).get("globalStep")
+        if step is not None and (not seen["steps"] or seen["steps"][-1] != step):
+            seen["steps"].append(step)
+        for raycluster in jobs.rayclusters():
+            if raycluster["metadata"]["name"] not in {r["metadata"]["name"] for r in seen["rcs"]}:
+                seen["rcs"].append(raycluster)
+        assert status.get("phase") != "Failed", json.dumps(status)[-3000:]
+        return status if status.get("phase") == phase else None
+
+    return wait_for(f"{name} {phase}", reached, timeout=RUN_TIMEOUT, interval=0.5)
+
+
+def read_metrics(af_output_dir: Path) -> dict[int, dict[str, float]]:
+    """The last logged metrics of each step, wall-clock measurements left out."""
+    steps: dict[int, dict[str, float]] = {}
+    for line in (af_output_dir / "logs" / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        steps[record.pop("step")] = {
+            k: v
+            for k, v in record.items()
+            if not k.startswith(("timing_s/", "timing_per_token_ms/", "perf/"))
+        }
+    return steps
+
+
+def read_weights(model_dir: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    return load_file(str(model_dir / "model.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def jobs(kube_api: Any, module_operator: tuple[str, Any]) -> Jobs:
+    namespace, _ = module_operator
+    return Jobs(kube_api, namespace)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(jobs: Jobs, tiny_model: Path, tmp_path_factory: Any) -> dict[str, Any]:
+    af = tmp_path_factory.mktemp("af") / "uninterrupted"
+    jobs.apply(demo_job("straight", af, tiny_model))
+    seen: dict[str, list] = {"phases": [], "steps": [], "rcs": []}
+    status = watch_until(jobs, "straight", "Succeeded", seen)
+    return {"af": af, "status": status, "seen": seen}
+
+
+def test_training_job_succeeds_with_checkpoints_and_exported_model(
+    uninterrupted, jobs, ray_head, module_operator
+):
+    af, status, seen = uninterrupted["af"], uninterrupted["status"], uninterrupted["seen"]
+    [raycluster] = seen["rcs"]
+    assert raycluster["metadata"]["name"] == "straight-a1"
+    [group] = raycluster["spec"]["workerGroupSpecs"]
+    assert group["groupName"] == "cpu" and group["replicas"] == 1
+    # Provisioning can pass between two polls when kwok readies the pods at once.
+    assert seen["phases"][-2:] == ["Running", "Succeeded"]
+    # Progress moved through the run, not only at its end (the reporter writes at most every 2s,
+    # and a step takes well under that on an idle core, so the middle is seen only sparsely).
+    assert any(0 < s < TOTAL_STEPS for s in seen["steps"]), seen["steps"]
+    assert seen["steps"] == sorted(seen["steps"]), seen["steps"]
+    progress = status["progress"]
+    assert progress["globalStep"] == TOTAL_STEPS and progress["totalSteps"] == TOTAL_STEPS
+    assert "critic/score/mean" in progress["metrics"]
+    assert status["checkpoint"]["latestStep"] == TOTAL_STEPS
+    [attempt] = status["attempts"]
+    assert attempt["result"] == "Succeeded" and attempt.get("resumedFromStep") is None
+    checkpoints = af / "checkpoints"
+    assert (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "12"
+    assert sorted(p.name for p in checkpoints.glob("global_step_*")) == [
+        "global_step_12",
+        "global_step_9",
+    ]  # max_actor_ckpt_to_keep: 2
+    assert (af / "huggingface" / "model.safetensors").exists()
+    assert sorted(read_metrics(af)) == list(range(1, TOTAL_STEPS + 1))
+    log = ray_head["client"].logs_tail("straight-1", max_chars=200_000)
+    assert "exported the trained model" in log and "resuming from" not in log
+    wait_for("RayCluster deleted", lambda: jobs.rayclusters() == [], timeout=60)
+    _, operator = module_operator
+    assert 'kuberl_job_global_step{name="straight"' in operator.get("/metrics")
+
+
+def test_ray_job_stopped_mid_training_resumes_from_checkpoint(
+    uninterrupted, jobs, ray_head, tiny_model, tmp_path
+):
+    af = tmp_path / "interrupted"
+    jobs.apply(demo_job("bumpy", af, tiny_model))
+    wait_for(
+        f"a checkpoint at step {SAVE_FREQ}",
+        lambda: (jobs.status("bumpy").get("checkpoint") or {}).get("latestStep", 0) >= SAVE_FREQ,
+        timeout=RUN_TIMEOUT,
+    )
+    assert ray_head["client"].stop("bumpy-1")
+    seen: dict[str, list] = {"phases": [], "steps": [], "rcs": []}
+    restarting = watch_until(jobs, "bumpy", "Restarting", seen)
+    assert restarting["attempts"][0]["reason"] == "RayJobStopped"
+    status = watch_until(jobs, "bumpy", "Succeeded", seen)
+
+    first, second = status["attempts"]
+    resumed = second["resumedFromStep"]
+    assert resumed >= SAVE_FREQ and resumed % SAVE_FREQ == 0
+    assert first["result"] == "Failed" and second["result"] == "Succeeded"
+    assert status["restarts"] == 1 and second["rayCluster"] == "bumpy-a2"
+    log = ray_head["client"].logs_tail("bumpy-2", max_chars=200_000)
+    assert f"resuming from {af / 'checkpoints' / f'global_step_{resumed}'}" in log
+    assert status["progress"]["globalStep"] == TOTAL_STEPS
+
+    # The trainer resumes exactly: the same numbers and the same final model as without the stop.
+    expected, got = read_metrics(uninterrupted["af"]), read_metrics(af)
+    assert sorted(got) == list(range(1, TOTAL_STEPS + 1))
+    for step, metrics in expected.items():
+        assert got[step] == metrics, f"step {step}"
+    import torch
+
+    reference = read_weights(uninterrupted["af"] / "huggingface")
+    for name, tensor in read_weights(af / "huggingface").items():
+        assert torch.equal(reference[name], tensor), name

@@ -1,0 +1,78 @@
+"""Atomic step directories, the tracker, retention and recovery from interrupted writes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from kuberl_runtime.checkpoint.manager import TRACKER_FILE, CheckpointManager, TrainState
+from kuberl_runtime.distributed import RankInfo
+
+MAIN = RankInfo(rank=0, world_size=1, local_rank=0)
+
+
+def make_state(seed: int) -> TrainState:
+    torch.manual_seed(seed)
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
+    model(torch.randn(2, 4)).sum().backward()
+    optimizer.step()
+    return TrainState({"actor": (model, optimizer)}, {"rng": seed}, {"sampler": {"epoch": seed}})
+
+
+def test_save_then_load_restores_model_optimizer_and_extras(tmp_path):
+    manager = CheckpointManager(tmp_path, MAIN)
+    saved = make_state(1)
+    path = manager.save(3, saved)
+    assert path == tmp_path / "global_step_3"
+    assert (tmp_path / TRACKER_FILE).read_text().strip() == "3"
+    restored = make_state(2)
+    manager.load(path, restored)
+    (model, optimizer), (ref_model, ref_optimizer) = (
+        restored.modules["actor"],
+        saved.modules["actor"],
+    )
+    for a, b in zip(model.parameters(), ref_model.parameters(), strict=True):
+        assert torch.equal(a, b)
+    state, ref_state = optimizer.state_dict()["state"], ref_optimizer.state_dict()["state"]
+    assert torch.equal(state[0]["exp_avg"], ref_state[0]["exp_avg"])
+    assert restored.extra == {"rng": 1} and restored.data == {"sampler": {"epoch": 1}}
+
+
+def test_retention_removes_whole_old_steps_never_the_newest(tmp_path):
+    manager = CheckpointManager(tmp_path, MAIN, max_to_keep=2)
+    for step in (1, 2, 3, 4):
+        manager.save(step, make_state(step))
+    assert manager.complete_steps() == [3, 4]
+    single = CheckpointManager(tmp_path, MAIN, max_to_keep=1)
+    single.save(5, make_state(5))
+    assert single.complete_steps() == [5]
+
+
+def test_interrupted_write_is_ignored_and_cleaned_up(tmp_path, monkeypatch):
+    manager = CheckpointManager(tmp_path, MAIN)
+    manager.save(1, make_state(1))
+
+    def crash(*_args, **_kwargs):
+        raise RuntimeError("node lost")
+
+    monkeypatch.setattr("kuberl_runtime.checkpoint.manager.os.replace", crash)
+    with pytest.raises(RuntimeError):
+        manager.save(2, make_state(2))
+    monkeypatch.undo()
+    assert (tmp_path / ".tmp-global_step_2").is_dir()
+    assert manager.latest_step() == 1
+    manager.remove_partial_writes()
+    assert not (tmp_path / ".tmp-global_step_2").exists()
+    manager.load(manager.step_dir(1), make_state(9))
+
+
+def test_latest_step_falls_back_to_newest_complete_directory(tmp_path):
+    manager = CheckpointManager(tmp_path, MAIN)
+    assert manager.latest_step() is None
+    manager.save(2, make_state(2))
+    (tmp_path / TRACKER_FILE).write_text("7\n")  # points at a step that is gone
+    assert manager.latest_step() == 2
+    (tmp_path / TRACKER_FILE).unlink()
+    assert manager.latest_step() == 2

@@ -1,0 +1,121 @@
+"""Run `kuberl train` on tiny configs in a subprocess and read back what it wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+TOKENIZER_DIR = REPO / "examples" / "tokenizer" / "arith-tokenizer"
+DATA_DIR = REPO / "examples" / "data" / "arith"
+DIGIT_REWARD = Path(__file__).resolve().parent / "digit_reward.py"
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    from transformers import AutoTokenizer
+
+    from kuberl_runtime.testing.tiny import save_tiny_model
+
+    out = tmp_path_factory.mktemp("models") / "tiny-qwen2"
+    save_tiny_model(out, AutoTokenizer.from_pretrained(TOKENIZER_DIR), seed=0)
+    return out
+
+
+def base_config(model_dir: Path, out_dir: Path, **trainer: Any) -> dict[str, Any]:
+    """GRPO with a KL loss on the arithmetic prompts, small enough for a few seconds a step."""
+    return {
+        "data": {
+            "train_files": str(DATA_DIR / "train.parquet"),
+            "train_batch_size": 4,
+            "max_prompt_length": 80,
+            "max_response_length": 12,
+            "truncation": "left",
+        },
+        "actor_rollout_ref": {
+            "model": {
+                "path": str(model_dir),
+                "use_remove_padding": True,
+                "enable_gradient_checkpointing": False,
+            },
+            "actor": {
+                "optim": {"lr": 1e-3},
+                "ppo_mini_batch_size": 2,
+                "ppo_micro_batch_size_per_gpu": 2,
+                "use_kl_loss": True,
+            },
+            "ref": {"log_prob_micro_batch_size_per_gpu": 8},
+            "rollout": {
+                "name": "hf",
+                "n": 2,
+                "log_prob_micro_batch_size_per_gpu": 8,
+                "tensor_model_parallel_size": 1,
+            },
+        },
+        "algorithm": {"adv_estimator": "grpo"},
+        "custom_reward_function": {"path": str(DIGIT_REWARD)},
+        "trainer": {
+            "device": "cpu",
+            "nnodes": 1,
+            "n_gpus_per_node": 1,
+            "total_training_steps": 3,
+            "val_before_train": False,
+            "default_local_dir": str(out_dir),
+            "logger": ["console"],
+            **trainer,
+        },
+    }
+
+
+def set_key(config: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = config
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[leaf] = value
+
+
+def run_train(
+    config: dict[str, Any], tmp_path: Path, env: dict[str, str] | None = None, timeout: int = 300
+) -> subprocess.CompletedProcess:
+    path = tmp_path / f"config-{len(list(tmp_path.glob('config-*.yaml')))}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return subprocess.run(
+        [sys.executable, "-m", "kuberl_cli.main", "train", str(path)],
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def read_metrics(out_dir: Path) -> dict[int, dict[str, float]]:
+    """The last logged metrics of each step (a resumed run logs the steps it redoes again)."""
+    steps: dict[int, dict[str, float]] = {}
+    for line in (out_dir / "logs" / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        steps[record.pop("step")] = record
+    return steps
+
+
+def deterministic(metrics: dict[str, float]) -> dict[str, float]:
+    """Everything except wall-clock measurements."""
+    return {
+        k: v
+        for k, v in metrics.items()
+        if not k.startswith(("timing_s/", "timing_per_token_ms/", "perf/"))
+    }
+
+
+def read_weights(model_dir: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    return load_file(str(model_dir / "model.safetensors"))
