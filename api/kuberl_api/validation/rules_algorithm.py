@@ -7,8 +7,11 @@ GROUP_ESTIMATORS = {"grpo", "rloo", "opo", "grpo_passk", "gpg", "reinforce_plus_
 
 
 def check_algorithm(cfg: BackendConfig, bc: str) -> list[Problem]:
-    arr = cfg.actor_rollout_ref
-    estimator, n = cfg.algorithm.adv_estimator, arr.rollout.n
+    return _check_estimator(cfg, bc) + _check_actor_and_rollout(cfg, bc) + _check_resume(cfg, bc)
+
+
+def _check_estimator(cfg: BackendConfig, bc: str) -> list[Problem]:
+    estimator, n = cfg.algorithm.adv_estimator, cfg.actor_rollout_ref.rollout.n
     problems = []
     critic_enabled = cfg.critic.enable
     if estimator == "gae" and not critic_enabled:
@@ -41,6 +44,12 @@ def check_algorithm(cfg: BackendConfig, bc: str) -> list[Problem]:
                 severity,
             )
         )
+    return problems
+
+
+def _check_actor_and_rollout(cfg: BackendConfig, bc: str) -> list[Problem]:
+    arr = cfg.actor_rollout_ref
+    problems = []
     if not arr.hybrid_engine:
         problems.append(
             Problem(
@@ -81,7 +90,7 @@ def check_algorithm(cfg: BackendConfig, bc: str) -> list[Problem]:
                 Severity.WARNING,
             )
         )
-    return problems + _check_resume(cfg, bc)
+    return problems
 
 
 def _check_resume(cfg: BackendConfig, bc: str) -> list[Problem]:
