@@ -12,71 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from support.e2e_jobs import demo_job, read_metrics
 from support.rljobs import Jobs, wait_for
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
 TOTAL_STEPS, SAVE_FREQ = 12, 3
-DIGIT_REWARD = REPO / "tests" / "runtime" / "trainer" / "digit_reward.py"
 RUN_TIMEOUT = 360
 
 
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: Any) -> Path:
-    """The demo's tiny Qwen2 (what examples/make_tiny_model.py writes), in a temp dir."""
-    from transformers import AutoTokenizer
-
-    from kuberl_runtime.testing.tiny import save_tiny_model
-
-    tokenizer = AutoTokenizer.from_pretrained(REPO / "examples" / "tokenizer" / "arith-tokenizer")
-    out = tmp_path_factory.mktemp("models") / "tiny-qwen2"
-    save_tiny_model(out, tokenizer, seed=0)
-    return out
-
-
-def demo_job(name: str, af_output_dir: Path, model: Path) -> dict[str, Any]:
-    config = yaml.safe_load((REPO / "examples" / "demo.yaml").read_text())
-    data, roles, trainer = config["data"], config["actor_rollout_ref"], config["trainer"]
-    data.update(train_files=str(REPO / "examples" / "data" / "arith" / "train.parquet"))
-    data.update(train_batch_size=4, max_response_length=12)
-    for key in ("val_files", "val_max_samples"):
-        data.pop(key)
-    roles["model"]["path"] = str(model)
-    roles["actor"].update(ppo_mini_batch_size=2, ppo_micro_batch_size_per_gpu=2)
-    roles["rollout"]["n"] = 2
-    config["custom_reward_function"] = {"path": str(DIGIT_REWARD)}
-    for key in ("device", "nnodes", "n_gpus_per_node"):  # the worker pool decides placement
-        trainer.pop(key)
-    trainer.update(
-        total_training_steps=TOTAL_STEPS,
-        save_freq=SAVE_FREQ,
-        test_freq=-1,
-        val_before_train=False,
-        logger=["console"],
-        experiment_name="e2e-arith",
-        default_local_dir="checkpoints",
-    )
-    return {
-        "apiVersion": "kuberl.io/v1alpha1",
-        "kind": "RLTrainingJob",
-        "metadata": {"name": name},
-        "spec": {
-            "af_output_dir": str(af_output_dir),
-            "workerPools": [{"name": "cpu", "nodes": 1, "cpu": "2", "memory": "4Gi"}],
-            "backend_config": config,
-            "runPolicy": {"backoffLimit": 2},
-        },
-    }
-
-
 def watch_until(jobs: Jobs, name: str, phase: str, seen: dict[str, list]) -> dict:
-    """Poll status until `phase`, recording every phase, step and RayCluster seen on the way."""
+    """Watch status until `phase`, recording every phase, step and RayCluster seen on the way.
 
-    def reached() -> dict | None:
-        status = jobs.status(name)
+    A watch (not polling) so that a fast run's intermediate progress is never missed.
+    """
+    for status in jobs.watch_status(name, timeout=RUN_TIMEOUT):
         if status.get("phase") and status["phase"] not in seen["phases"]:
             seen["phases"].append(status["phase"])
         step = (status.get("progress") or {}).get("globalStep")
@@ -86,22 +37,9 @@ def watch_until(jobs: Jobs, name: str, phase: str, seen: dict[str, list]) -> dic
             if raycluster["metadata"]["name"] not in {r["metadata"]["name"] for r in seen["rcs"]}:
                 seen["rcs"].append(raycluster)
         assert status.get("phase") != "Failed", json.dumps(status)[-3000:]
-        return status if status.get("phase") == phase else None
-
-    return wait_for(f"{name} {phase}", reached, timeout=RUN_TIMEOUT, interval=0.5)
-
-
-def read_metrics(af_output_dir: Path) -> dict[int, dict[str, float]]:
-    """The last logged metrics of each step, wall-clock measurements left out."""
-    steps: dict[int, dict[str, float]] = {}
-    for line in (af_output_dir / "logs" / "metrics.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        steps[record.pop("step")] = {
-            k: v
-            for k, v in record.items()
-            if not k.startswith(("timing_s/", "timing_per_token_ms/", "perf/"))
-        }
-    return steps
+        if status.get("phase") == phase:
+            return status
+    raise AssertionError(f"{name} did not reach {phase} within {RUN_TIMEOUT}s; saw {seen}")
 
 
 def read_weights(model_dir: Path) -> dict[str, Any]:
@@ -119,7 +57,7 @@ def jobs(kube_api: Any, module_operator: tuple[str, Any]) -> Jobs:
 @pytest.fixture(scope="module")
 def uninterrupted(jobs: Jobs, tiny_model: Path, tmp_path_factory: Any) -> dict[str, Any]:
     af = tmp_path_factory.mktemp("af") / "uninterrupted"
-    jobs.apply(demo_job("straight", af, tiny_model))
+    jobs.apply(demo_job("straight", af, tiny_model, TOTAL_STEPS, SAVE_FREQ))
     seen: dict[str, list] = {"phases": [], "steps": [], "rcs": []}
     status = watch_until(jobs, "straight", "Succeeded", seen)
     return {"af": af, "status": status, "seen": seen}
@@ -164,7 +102,7 @@ def test_ray_job_stopped_mid_training_resumes_from_checkpoint(
     uninterrupted, jobs, ray_head, tiny_model, tmp_path
 ):
     af = tmp_path / "interrupted"
-    jobs.apply(demo_job("bumpy", af, tiny_model))
+    jobs.apply(demo_job("bumpy", af, tiny_model, TOTAL_STEPS, SAVE_FREQ))
     wait_for(
         f"a checkpoint at step {SAVE_FREQ}",
         lambda: (jobs.status("bumpy").get("checkpoint") or {}).get("latestStep", 0) >= SAVE_FREQ,

@@ -2,7 +2,11 @@
 
 import json
 import time
+import urllib.request
+from pathlib import Path
 from typing import Any
+
+from support.manifests import valid_manifest, with_changes
 
 GROUP, VERSION, PLURAL = "kuberl.io", "v1alpha1", "rltrainingjobs"
 
@@ -63,8 +67,45 @@ class Jobs:
         except AssertionError as err:
             raise AssertionError(f"{err}; status: {json.dumps(self.status(name))}") from None
 
+    def watch_status(self, name: str, timeout: float) -> Any:
+        """Every status the job passes through from now on (a watch misses no update)."""
+        from kubernetes import watch
+
+        stream = watch.Watch().stream(
+            self.custom.list_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            self.namespace,
+            PLURAL,
+            field_selector=f"metadata.name={name}",
+            timeout_seconds=int(timeout),
+        )
+        for event in stream:
+            yield event["object"].get("status") or {}
+
     def rayclusters(self) -> list[dict]:
         found = self.custom.list_namespaced_custom_object(
             "ray.io", "v1", self.namespace, "rayclusters"
         )
         return found["items"]
+
+
+def fake_job(name: str, af_output_dir: Path, experiment: str, **run_policy: Any) -> dict:
+    """A job run by the fake `kuberl` (tests/operator/fake_kuberl.py), as `experiment` says."""
+    return with_changes(
+        valid_manifest(),
+        {
+            "metadata.name": name,
+            "spec.af_output_dir": str(af_output_dir),
+            "spec.workerPools": [{"name": "cpu", "nodes": 1, "cpu": "2", "memory": "4Gi"}],
+            "spec.backend_config.actor_rollout_ref.rollout.tensor_model_parallel_size": 1,
+            "spec.backend_config.trainer": {"experiment_name": experiment, "save_freq": 1},
+            "spec.runPolicy": {"backoffLimit": 2, **run_policy},
+        },
+    )
+
+
+def ray_submissions(ray_head: dict, uid: str) -> list[dict]:
+    with urllib.request.urlopen(ray_head["url"] + "/api/jobs/", timeout=5) as response:
+        listed = json.loads(response.read())
+    return [job for job in listed if job.get("metadata", {}).get("kuberl.io/uid") == uid]

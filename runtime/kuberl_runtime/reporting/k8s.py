@@ -49,6 +49,7 @@ class StatusReporter:
         self._min_interval = min_interval
         self._start_time = clock()
         self._start_step = 0
+        self._total_steps: int | None = None
         self._last_sent = -math.inf
 
     def on_start(self, *, start_step: int, total_steps: int) -> None:
@@ -59,10 +60,18 @@ class StatusReporter:
         self._send_progress(step, total_steps, metrics, force=step >= total_steps)
 
     def on_checkpoint(self, *, step: int, path: str) -> None:
+        # Progress goes with the checkpoint, so a reader never sees a checkpoint ahead of the step.
+        now = self._clock()
         checkpoint = CheckpointStatus.model_validate(
-            {"latestStep": step, "latestPath": path, "lastSavedTime": _timestamp(self._clock())}
+            {"latestStep": step, "latestPath": path, "lastSavedTime": _timestamp(now)}
         )
-        self._send({"checkpoint": checkpoint.model_dump(by_alias=True, exclude_none=True)})
+        self._last_sent = now
+        self._send(
+            {
+                "checkpoint": checkpoint.model_dump(by_alias=True, exclude_none=True),
+                "progress": self._progress(step, self._total_steps, {}, now),
+            }
+        )
 
     def on_finish(self, *, step: int, exported_model: str | None) -> None:
         self._send_progress(step, None, {}, force=True)
@@ -70,9 +79,16 @@ class StatusReporter:
     def _send_progress(
         self, step: int, total_steps: int | None, metrics: Mapping[str, float], force: bool
     ) -> None:
+        self._total_steps = total_steps or self._total_steps
         now = self._clock()
         if not force and now - self._last_sent < self._min_interval:
             return
+        self._last_sent = now
+        self._send({"progress": self._progress(step, total_steps, metrics, now)})
+
+    def _progress(
+        self, step: int, total_steps: int | None, metrics: Mapping[str, float], now: float
+    ) -> dict[str, Any]:
         progress: dict[str, Any] = {"globalStep": step, "lastUpdateTime": _timestamp(now)}
         if total_steps:
             progress["totalSteps"] = total_steps
@@ -88,9 +104,7 @@ class StatusReporter:
         }
         if headline:
             progress["metrics"] = headline
-        validated = Progress.model_validate(progress)
-        self._last_sent = now
-        self._send({"progress": validated.model_dump(by_alias=True, exclude_none=True)})
+        return Progress.model_validate(progress).model_dump(by_alias=True, exclude_none=True)
 
     def _send(self, status: dict[str, Any]) -> None:
         try:

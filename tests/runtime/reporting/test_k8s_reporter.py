@@ -56,15 +56,17 @@ def test_eta_counts_only_steps_done_since_resume(reporter, sent, clock):
     assert sent[-1]["progress"]["estimatedRemainingSeconds"] == 4
 
 
-def test_checkpoint(reporter, sent):
+def test_checkpoint_is_reported_with_the_step_it_was_taken_at(reporter, sent, clock):
+    reporter.on_start(start_step=0, total_steps=8)
+    reporter.on_step(step=4, total_steps=8, metrics={})  # throttled away
     reporter.on_checkpoint(step=4, path="/mnt/af/t/checkpoints/global_step_4")
-    assert sent[-1] == {
-        "checkpoint": {
-            "latestStep": 4,
-            "latestPath": "/mnt/af/t/checkpoints/global_step_4",
-            "lastSavedTime": "2025-11-01T12:00:00Z",
-        }
+    assert sent[-1]["checkpoint"] == {
+        "latestStep": 4,
+        "latestPath": "/mnt/af/t/checkpoints/global_step_4",
+        "lastSavedTime": "2025-11-01T12:00:00Z",
     }
+    assert sent[-1]["progress"]["globalStep"] == 4
+    assert sent[-1]["progress"]["percent"] == 50
 
 
 def test_a_failing_patch_never_breaks_training(clock):
