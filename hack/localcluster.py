@@ -50,6 +50,7 @@ __all__ = [
     "log_tails",
     "main",
     "require_binaries",
+    "restart",
     "up",
 ]
 
@@ -243,6 +244,20 @@ def down(state_dir: Path) -> list[ProcessRecord]:
             stopped.append(record)
     _remove_disposable(state_dir)
     return stopped
+
+
+def restart(state_dir: Path, name: str, timeout: float = 60.0) -> ProcessRecord:
+    """Stop one component and start it again with the same flags and log (a fault for tests),
+    record its new PID so `down` still stops it, and wait until the API answers /readyz."""
+    state = load_state(state_dir)
+    assert state is not None, f"no cluster recorded in {state_dir}"
+    index, old = next((i, r) for i, r in enumerate(state.processes) if r.name == name)
+    stop_process(old)
+    new = start_process(name, old.argv, Path(old.log))
+    state.processes[index] = new
+    save_state(state)
+    wait_until(f"{name} restarted, /readyz", lambda: _api_ready(state), new, timeout)
+    return new
 
 
 def _remove_disposable(state_dir: Path) -> None:

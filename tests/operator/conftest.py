@@ -459,3 +459,23 @@ def _alive(process: OperatorProcess) -> bool:
         return bool(process.get("/healthz"))
     except OSError:
         return False
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: Any) -> Path:
+    """The demo's tiny Qwen2 (what examples/make_tiny_model.py writes), in a temp dir."""
+    from transformers import AutoTokenizer
+
+    from kuberl_runtime.testing.tiny import save_tiny_model
+
+    tokenizer = AutoTokenizer.from_pretrained(REPO / "examples" / "tokenizer" / "arith-tokenizer")
+    out = tmp_path_factory.mktemp("models") / "tiny-qwen2"
+    save_tiny_model(out, tokenizer, seed=0)
+    return out
+
+
+@pytest.fixture
+def jobs(kube_api: Any, job_namespace: str, operator_process: Any) -> Any:
+    from support.rljobs import Jobs
+
+    return Jobs(kube_api, job_namespace)

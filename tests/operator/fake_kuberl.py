@@ -8,6 +8,10 @@
   ``default_local_dir`` and progress through the real runtime reporter, resuming from the
   newest checkpoint when ``resume_mode`` is auto.
 
+``fault-POINT-STEP`` runs the real ``kuberl`` with ``KUBERL_FAULT_POINT=POINT`` and
+``KUBERL_FAULT_STEP=STEP`` in its first attempt only. On a real cluster a job's ``env`` reaches
+its pods' processes; here the Ray job runs on the local head, so this shim stands in for it.
+
 Anything else runs the real ``kuberl`` beside this interpreter.
 """
 
@@ -26,6 +30,9 @@ def main() -> int:
     config = yaml.safe_load(Path(sys.argv[2]).read_text())
     trainer = config["backend_config"]["trainer"]
     name = trainer["experiment_name"]
+    if name.startswith("fault-") and os.environ.get("KUBERL_ATTEMPT") == "1":
+        _, point, step = name.split("-")
+        os.environ.update(KUBERL_FAULT_POINT=point, KUBERL_FAULT_STEP=step)
     if not name.startswith("fake-"):
         os.execv(real, [str(real), *sys.argv[1:]])
     print(f"fake kuberl train: {name}", flush=True)

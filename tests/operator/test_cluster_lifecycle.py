@@ -6,45 +6,15 @@ seconds, not a training run. The operator runs with the token of the ServiceAcco
 install` of charts/kuberl creates, so these tests also prove the chart grants enough.
 """
 
-import json
-import urllib.request
-from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
-from support.manifests import valid_manifest, with_changes
-from support.rljobs import GROUP, PLURAL, VERSION, Jobs, wait_for
+from support.rljobs import GROUP, PLURAL, VERSION, fake_job, ray_submissions, wait_for
 
 pytestmark = pytest.mark.cluster
 
 _NONE = SimpleNamespace(status=None)  # a Ray job not submitted yet
-
-
-def fake_job(name: str, af_output_dir: Path, experiment: str, **run_policy: Any) -> dict:
-    return with_changes(
-        valid_manifest(),
-        {
-            "metadata.name": name,
-            "spec.af_output_dir": str(af_output_dir),
-            "spec.workerPools": [{"name": "cpu", "nodes": 1, "cpu": "2", "memory": "4Gi"}],
-            "spec.backend_config.actor_rollout_ref.rollout.tensor_model_parallel_size": 1,
-            "spec.backend_config.trainer": {"experiment_name": experiment, "save_freq": 1},
-            "spec.runPolicy": {"backoffLimit": 2, **run_policy},
-        },
-    )
-
-
-@pytest.fixture
-def jobs(kube_api: Any, job_namespace: str, operator_process: Any) -> Jobs:
-    return Jobs(kube_api, job_namespace)
-
-
-def ray_submissions(ray_head: dict, uid: str) -> list[dict]:
-    with urllib.request.urlopen(ray_head["url"] + "/api/jobs/", timeout=5) as response:
-        listed = json.loads(response.read())
-    return [job for job in listed if job.get("metadata", {}).get("kuberl.io/uid") == uid]
 
 
 def driver_log(ray_head: dict, submission_id: str) -> str:
