@@ -271,16 +271,14 @@ def kubectl_bin(local_cluster: Any) -> str:
 
 
 @pytest.fixture(scope="session")
-def kuberl_crd(local_cluster: Any, kubectl_bin: str) -> None:
+def kuberl_crd(local_cluster: Any, kube_api: Any, kubectl_bin: str) -> None:
+    from support.rljobs import crd_established
+
     base = [kubectl_bin, f"--kubeconfig={local_cluster.kubeconfig}"]
     subprocess.run(
         [*base, "apply", "--server-side", "--force-conflicts", "-f", str(CRD_FILE)], check=True
     )
-    subprocess.run(
-        [*base, "wait", "--for=condition=Established", "--timeout=60s",
-         "crd/rltrainingjobs.kuberl.io"],
-        check=True,
-    )  # fmt: skip
+    wait_for("the RLTrainingJob CRD Established", lambda: crd_established(kube_api))
 
 
 @pytest.fixture(scope="session")

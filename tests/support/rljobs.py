@@ -109,3 +109,19 @@ def ray_submissions(ray_head: dict, uid: str) -> list[dict]:
     with urllib.request.urlopen(ray_head["url"] + "/api/jobs/", timeout=5) as response:
         listed = json.loads(response.read())
     return [job for job in listed if job.get("metadata", {}).get("kuberl.io/uid") == uid]
+
+
+def crd_established(kube_api: Any) -> bool:
+    """Is the RLTrainingJob CRD served? (Polled: `kubectl wait` right after the apply sometimes
+    fails at once, before the new CRD is discoverable.)"""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        crd = client.ApiextensionsV1Api(kube_api).read_custom_resource_definition(
+            f"{PLURAL}.{GROUP}"
+        )
+    except ApiException:
+        return False
+    conditions = crd.status.conditions or []
+    return any(c.type == "Established" and c.status == "True" for c in conditions)
