@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 # Reinstall whenever the pinned dependencies change.
-STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml hack/requirements-nodeps.txt | sha1sum | cut -c1-12)
 CLUSTER_DIR ?= .cluster
 PYTEST_ARGS ?=
 
@@ -20,10 +20,11 @@ help:
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml hack/requirements-nodeps.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[operator,runtime,dev,bench]'
+	$(PY) -m pip install -q -e '.[operator,runtime,vllm,dev,bench]'
+	$(PY) -m pip install -q --no-deps -r hack/requirements-nodeps.txt
 	@rm -f $(VENV)/.installed-* && touch $@
 
 lint: setup
