@@ -11,6 +11,7 @@ COMMANDS = {
     "crd": ("kuberl_cli.crd", "print the RLTrainingJob CustomResourceDefinition"),
     "train": ("kuberl_cli.train", "run a training job on this machine (one rank per accelerator)"),
     "export": ("kuberl_cli.export", "write a merged Hugging Face model from a checkpoint"),
+    "plot": ("kuberl_cli.plot", "redraw a run's learning curves (logs/curves.png)"),
     "operator": ("kuberl_cli.operator", "run the RLTrainingJob operator (kopf) on the cluster"),
 }
 

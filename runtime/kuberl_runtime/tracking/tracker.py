@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 from kuberl_runtime.tracking.console import ConsoleTracker
+from kuberl_runtime.tracking.curves import CurvesTracker
 from kuberl_runtime.tracking.external import build_external_trackers
 from kuberl_runtime.tracking.files import JsonlTracker, TensorBoardTracker
+from kuberl_runtime.tracking.prometheus import (
+    METRICS_ADDR_ENV,
+    METRICS_PORT_ENV,
+    PrometheusTracker,
+)
+
+CURVES_FILE = "curves.png"
+METRICS_FILE = "metrics.jsonl"
 
 
 class _Backend(Protocol):
@@ -18,14 +28,25 @@ class _Backend(Protocol):
     def close(self) -> None: ...
 
 
+class _CheckpointListener(Protocol):
+    def on_checkpoint(self, step: int) -> None: ...
+
+
 class Tracker:
-    def __init__(self, backends: list[_Backend]) -> None:
+    def __init__(
+        self, backends: list[_Backend], listeners: list[_CheckpointListener] | None = None
+    ) -> None:
         self.backends = backends
+        self.listeners = listeners or []
 
     def log(self, metrics: Mapping[str, Any], step: int) -> None:
         numbers = {k: float(v) for k, v in metrics.items() if _is_number(v)}
         for backend in self.backends:
             backend.log(numbers, step)
+
+    def on_checkpoint(self, step: int) -> None:
+        for listener in self.listeners:
+            listener.on_checkpoint(step)
 
     def close(self) -> None:
         for backend in self.backends:
@@ -42,16 +63,28 @@ def build_tracker(
     project: str,
     experiment: str,
     config: dict[str, Any],
+    environ: Mapping[str, str] | None = None,
 ) -> Tracker:
     if not is_main:
         return Tracker([])
-    backends: list[_Backend] = [
+    env = os.environ if environ is None else environ
+    jsonl = JsonlTracker(log_dir / METRICS_FILE)
+    # The picture is drawn after the JSONL line of the same step is written: keep this order.
+    curves = CurvesTracker(log_dir / METRICS_FILE, log_dir / CURVES_FILE, f"{project}/{experiment}")
+    backends: list[Any] = [
         ConsoleTracker(total_steps, start_step),
-        JsonlTracker(log_dir / "metrics.jsonl"),
+        jsonl,
         TensorBoardTracker(log_dir / "tensorboard"),
     ]
+    listeners: list[Any] = [curves]
+    if port := env.get(METRICS_PORT_ENV):
+        job = env.get("KUBERL_JOB_NAME", experiment)
+        server = PrometheusTracker(int(port), job, env.get(METRICS_ADDR_ENV, "0.0.0.0"))
+        backends.append(server)
+        listeners.append(server)
     backends += build_external_trackers(loggers, project, experiment, config)
-    return Tracker(backends)
+    backends.append(curves)
+    return Tracker(backends, listeners)
 
 
 def _is_number(value: Any) -> bool:

@@ -51,6 +51,7 @@ class Trainer:
         # The control plane hears from rank 0 only.
         self.reporter = reporter if components.ranks.is_main else NullProgressReporter()
         self.global_step = 0
+        self.tracker = Tracker([])  # fit() installs rank 0's backends
         algo = self.cfg.algorithm
         self.kl_ctrl = (
             build_kl_controller(
@@ -75,7 +76,7 @@ class Trainer:
         trainer, total = self.cfg.trainer, self.c.total_training_steps
         self.global_step = self._resume()
         self.sync_rollout_weights()
-        tracker = self._tracker()
+        tracker = self.tracker = self._tracker()
         self.reporter.on_start(start_step=self.global_step, total_steps=total)
         try:
             if self.c.val_data is not None and trainer.val_before_train:
@@ -318,6 +319,7 @@ class Trainer:
             step, train_state(self.c, self.kl_ctrl, step), write_main_files
         )
         self.reporter.on_checkpoint(step=step, path=str(path))
+        self.tracker.on_checkpoint(step)
         return path
 
     def _resume(self) -> int:
