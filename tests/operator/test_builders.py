@@ -140,6 +140,16 @@ def test_output_and_model_volumes_mount_everywhere_at_the_same_path():
         assert volumes["af-output"]["persistentVolumeClaim"]["claimName"] == "af-shared"
 
 
+def test_every_ray_container_serves_runtime_metrics_where_the_podmonitor_scrapes():
+    """Rank 0 may run on any pod: each declares the port and tells the runtime to serve on it."""
+    rc = cluster({})
+    for group in (rc["spec"]["headGroupSpec"], worker(rc)):
+        c = container(group)
+        ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        assert env["KUBERL_METRICS_PORT"] == str(ports["runtime-metrics"])
+
+
 @pytest.mark.parametrize(
     ("memory", "shared", "expected"),
     [("32Gi", None, "16Gi"), ("1Gi", None, "512Mi"), ("32Gi", "8Gi", "8Gi"), ("3G", None, "1500M")],

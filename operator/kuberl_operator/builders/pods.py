@@ -10,6 +10,8 @@ OUTPUT_VOLUME = "af-output"
 MODEL_VOLUME = "model"
 SHM_VOLUME = "dshm"
 RUN_AS_USER = 1000  # the `ray` user of the Ray images
+# Rank 0 serves its training metrics on this port of its pod (KUBERL_METRICS_PORT).
+RUNTIME_METRICS_PORT_NUMBER = 8090
 
 
 def volume_source(name: str, source: VolumeSource) -> dict[str, Any]:
@@ -43,6 +45,7 @@ def container_env(job: JobRef, spec: RLTrainingJobSpec) -> list[dict[str, Any]]:
     own = [
         {"name": "KUBERL_JOB_NAME", "value": job.name},
         {"name": "KUBERL_JOB_NAMESPACE", "value": job.namespace},
+        {"name": "KUBERL_METRICS_PORT", "value": str(RUNTIME_METRICS_PORT_NUMBER)},
     ]
     names = {var["name"] for var in user}
     return user + [var for var in own if var["name"] not in names]

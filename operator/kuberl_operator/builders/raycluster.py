@@ -15,6 +15,7 @@ from kuberl_operator.builders.common import (
     shared_memory_size,
 )
 from kuberl_operator.builders.pods import (
+    RUNTIME_METRICS_PORT_NUMBER,
     container_env,
     container_security_context,
     pod_spec,
@@ -31,6 +32,9 @@ HEAD_PORTS = [
     {"name": "client", "containerPort": 10001},
     {"name": "metrics", "containerPort": 8080},
 ]
+# Rank 0 serves the step's training metrics here (kuberl_runtime.tracking.prometheus); rank 0 may
+# land on any pod of the job, so every Ray container declares the port the PodMonitor scrapes.
+RUNTIME_METRICS_PORT = {"name": "runtime-metrics", "containerPort": RUNTIME_METRICS_PORT_NUMBER}
 # Ray resource declared for Ascend pools: KubeRay (through v1.7) maps only GPUs by itself.
 RAY_RESOURCE_BY_ACCELERATOR = {"huawei.com/Ascend910": "NPU"}
 
@@ -82,7 +86,7 @@ def _head_group(
     shm = shared_memory_size(head.memory, None)
     volumes, mounts = volumes_and_mounts(spec, shm)
     container = _container("ray-head", image, spec, job, resources)
-    container["ports"] = HEAD_PORTS
+    container["ports"] = [*HEAD_PORTS, RUNTIME_METRICS_PORT]
     container["volumeMounts"] = mounts
     pod = pod_spec(job, spec, container, volumes, runtime_account_name(job.name))
     if head.node_selector:
@@ -109,6 +113,7 @@ def _worker_group(
     assert quantity_bytes(shm) > 0
     volumes, mounts = volumes_and_mounts(spec, shm)
     container = _container("ray-worker", image, spec, job, {"requests": requests, "limits": limits})
+    container["ports"] = [RUNTIME_METRICS_PORT]
     container["volumeMounts"] = mounts
     pod = pod_spec(job, spec, container, volumes, runtime_account_name(job.name))
     if pool.node_selector:
