@@ -1,0 +1,62 @@
+"""Fates of ``actor_rollout_ref.actor.*`` and ``actor_rollout_ref.ref.*``."""
+
+from kuberl_api.keys.entry import honoured, no_effect, refused
+from kuberl_api.keys.fsdp import checkpoint_keys, frozen_fsdp_keys, optim_keys, trained_fsdp_keys
+from kuberl_api.keys.where import ACTOR_ENGINE, COMPONENTS, DEPRECATED, LOOP
+
+A = "actor_rollout_ref.actor."
+R = "actor_rollout_ref.ref."
+NO_SP = "Ulysses sequence parallelism is not supported yet (issue 16); remove it or set 1"
+FSDP2_ONLY = "kuberl runs FSDP2 for both fsdp and fsdp2"
+ENGINE_KEYS = [
+    "ppo_mini_batch_size",
+    "ppo_micro_batch_size_per_gpu",
+    "use_dynamic_bsz",
+    "ppo_max_token_len_per_gpu",
+    "grad_clip",
+    "clip_ratio",
+    "clip_ratio_low",
+    "clip_ratio_high",
+    "clip_ratio_c",
+    "policy_loss.loss_mode",
+    "loss_agg_mode",
+    "loss_scale_factor",
+    "entropy_coeff",
+    "calculate_entropy",
+    "use_kl_loss",
+    "kl_loss_coef",
+    "kl_loss_type",
+    "ppo_epochs",
+]
+
+ACTOR_KEYS = [
+    no_effect(A + "strategy", FSDP2_ONLY),
+    honoured(A + "ppo_micro_batch_size", DEPRECATED),
+    *[honoured(A + k, ACTOR_ENGINE) for k in ENGINE_KEYS],
+    no_effect(A + "shuffle", "verl's FSDP actor ignores it too (new engine only)"),
+    no_effect(A + "data_loader_seed", "verl's FSDP actor ignores it too (new engine only)"),
+    refused(A + "ulysses_sequence_parallel_size", NO_SP, allowed=(1, None)),
+    no_effect(A + "use_torch_compile", "a speed-up of the entropy helper; same numbers"),
+    no_effect(A + "entropy_from_logits_with_chunking", "kuberl always computes entropy in chunks"),
+    refused(A + "entropy_checkpointing", "not supported; remove it or set false"),
+    honoured(A + "use_remove_padding", COMPONENTS),
+    refused(A + "use_fused_kernels", "fused log-prob kernels are not supported; remove it"),
+    *optim_keys(A, "actor_rollout_ref.actor.grad_clip"),
+    *trained_fsdp_keys(A),
+    *checkpoint_keys(A),
+]
+
+REF_KEYS = [
+    no_effect(R + "strategy", FSDP2_ONLY),
+    *frozen_fsdp_keys(R, sharded=True),
+    honoured(R + "log_prob_micro_batch_size", DEPRECATED),
+    honoured(R + "log_prob_micro_batch_size_per_gpu", LOOP),
+    honoured(R + "log_prob_use_dynamic_bsz", LOOP),
+    honoured(R + "log_prob_max_token_len_per_gpu", LOOP),
+    refused(R + "ulysses_sequence_parallel_size", NO_SP, allowed=(1, None)),
+    no_effect(R + "use_torch_compile", "a speed-up of the entropy helper; same numbers"),
+    no_effect(R + "entropy_from_logits_with_chunking", "kuberl always computes entropy in chunks"),
+    no_effect(R + "entropy_checkpointing", "the reference runs no backward pass"),
+]
+
+KEYS = ACTOR_KEYS + REF_KEYS

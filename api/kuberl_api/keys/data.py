@@ -1,0 +1,42 @@
+"""Fates of ``data.*``."""
+
+from kuberl_api.keys.entry import honoured, no_effect, refused
+from kuberl_api.keys.where import COMPONENTS, INHERIT, LOOP
+
+KEYS = [
+    honoured("data.tokenizer", COMPONENTS),
+    no_effect("data.use_shm", "shared-memory loading is a load-time speed-up; data is the same"),
+    honoured("data.train_files", COMPONENTS),
+    honoured("data.val_files", COMPONENTS),
+    honoured("data.train_max_samples", COMPONENTS),
+    honoured("data.val_max_samples", COMPONENTS),
+    honoured("data.prompt_key", COMPONENTS),
+    honoured("data.reward_fn_key", COMPONENTS),
+    refused("data.image_key", "multimodal input is not supported yet (issue 16); remove it"),
+    refused("data.video_key", "multimodal input is not supported yet (issue 16); remove it"),
+    honoured("data.max_prompt_length", COMPONENTS),
+    honoured("data.max_response_length", LOOP),
+    honoured("data.train_batch_size", COMPONENTS),
+    no_effect("data.val_batch_size", "deprecated in verl: the whole validation set is one batch"),
+    refused(
+        "data.gen_batch_size",
+        "kuberl samples train_batch_size prompts per step; remove it or set it equal",
+    ),
+    refused(
+        "data.return_raw_input_ids",
+        "a reward model with another tokenizer is not supported yet; remove it",
+    ),
+    no_effect("data.return_raw_chat", "no kuberl component consumes the raw chat"),
+    no_effect("data.return_full_prompt", "no kuberl component consumes the full prompt"),
+    honoured("data.shuffle", COMPONENTS),
+    refused("data.validation_shuffle", "kuberl validates in file order; remove it"),
+    honoured("data.seed", INHERIT),
+    no_effect("data.dataloader_num_workers", "prompts are tokenised in process; speed only"),
+    honoured("data.filter_overlong_prompts", COMPONENTS),
+    no_effect("data.filter_overlong_prompts_workers", "filtering runs in process; speed only"),
+    honoured("data.truncation", COMPONENTS),
+    honoured("data.trust_remote_code", COMPONENTS),
+    refused("data.custom_cls.path", "custom Dataset classes are not supported yet; remove it"),
+    refused("data.custom_cls.name", "custom Dataset classes are not supported yet; remove it"),
+    honoured("data.apply_chat_template_kwargs", COMPONENTS),
+]

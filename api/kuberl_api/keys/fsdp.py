@@ -1,0 +1,82 @@
+"""Fates of the FSDP, optimiser and checkpoint blocks, which sit under several parents."""
+
+from kuberl_api.keys.entry import KeyEntry, honoured, no_effect, refused
+from kuberl_api.keys.where import COMPONENTS, DEPRECATED, FSDP, OPTIM
+
+FSDP1_ONLY = "an FSDP1 knob; kuberl runs FSDP2, where it has no meaning"
+NO_WRAP = "kuberl wraps one FSDP unit per decoder layer; remove it or set 0"
+HSDP = "hybrid sharding is not supported; remove it or set -1"
+OPTIM_OFFLOAD = "optimizer offload is not supported yet; remove it or use param_offload"
+MODEL_DTYPE = "kuberl keeps master weights in fp32; remove it or set fp32"
+
+
+def trained_fsdp_keys(prefix: str) -> list[KeyEntry]:
+    """``fsdp_config`` of a model that is trained (actor, critic)."""
+    p = prefix + "fsdp_config."
+    return [
+        refused(p + "wrap_policy.min_num_params", NO_WRAP),
+        honoured(p + "param_offload", FSDP),
+        no_effect(p + "grad_offload", "deprecated in verl; FSDP2 offloads grads with params"),
+        refused(p + "optimizer_offload", OPTIM_OFFLOAD),
+        honoured(p + "offload_policy", FSDP),
+        honoured(p + "reshard_after_forward", FSDP),
+        refused(p + "fsdp_size", HSDP),
+        refused(p + "model_dtype", MODEL_DTYPE),
+        honoured(p + "dtype", FSDP),
+        no_effect(p + "forward_prefetch", FSDP1_ONLY),
+        no_effect(p + "use_orig_params", FSDP1_ONLY),
+        no_effect(p + "forward_only", "set internally by verl; not a user setting"),
+        honoured(p + "seed", COMPONENTS),
+    ]
+
+
+def frozen_fsdp_keys(prefix: str, *, sharded: bool) -> list[KeyEntry]:
+    """``fsdp_config`` of a model that is only run forward (reference, reward model)."""
+    p = prefix + "fsdp_config."
+    not_sharded = "the reward model is not sharded yet; remove it"
+    if sharded:
+        shard = [honoured(p + k, FSDP) for k in ("param_offload", "offload_policy", "dtype")]
+        shard.append(honoured(p + "reshard_after_forward", FSDP))
+    else:
+        shard = [
+            refused(p + k, not_sharded)
+            for k in ("param_offload", "offload_policy", "dtype", "reshard_after_forward")
+        ]
+    return [
+        *shard,
+        refused(p + "wrap_policy.min_num_params", NO_WRAP),
+        no_effect(p + "grad_offload", "a frozen model has no gradients"),
+        no_effect(p + "optimizer_offload", "a frozen model has no optimizer"),
+        refused(p + "fsdp_size", HSDP),
+        refused(p + "model_dtype", MODEL_DTYPE),
+        no_effect(p + "forward_prefetch", FSDP1_ONLY),
+        no_effect(p + "use_orig_params", FSDP1_ONLY),
+        no_effect(p + "forward_only", "set internally by verl; not a user setting"),
+        no_effect(p + "seed", "a frozen model is loaded, not initialised"),
+    ]
+
+
+def optim_keys(prefix: str, grad_clip_key: str) -> list[KeyEntry]:
+    p = prefix + "optim."
+    keys = [
+        "lr",
+        "lr_warmup_steps",
+        "lr_warmup_steps_ratio",
+        "lr_scheduler_type",
+        "min_lr_ratio",
+        "num_cycles",
+        "weight_decay",
+        "betas",
+    ]
+    return [honoured(p + k, OPTIM) for k in keys] + [
+        honoured(p + "warmup_style", DEPRECATED),
+        no_effect(p + "total_training_steps", "set by the trainer from the run's length"),
+        honoured(p + "optimizer", OPTIM),
+        refused(p + "clip_grad", f"not read yet; set {grad_clip_key} instead"),
+    ]
+
+
+def checkpoint_keys(prefix: str) -> list[KeyEntry]:
+    p = prefix + "checkpoint."
+    fix = "kuberl saves and loads model, optimizer and extra; remove it"
+    return [refused(p + "save_contents", fix), refused(p + "load_contents", fix)]

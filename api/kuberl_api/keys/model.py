@@ -1,0 +1,32 @@
+"""Fates of ``actor_rollout_ref.model.*`` and the two keys beside it."""
+
+from kuberl_api.keys.entry import honoured, refused
+from kuberl_api.keys.where import COMPONENTS, INHERIT, LAUNCH_WORKER
+
+M = "actor_rollout_ref.model."
+
+KEYS = [
+    refused(
+        "actor_rollout_ref.hybrid_engine",
+        "kuberl colocates actor, rollout and reference; remove it or set true",
+    ),
+    honoured("actor_rollout_ref.nccl_timeout", LAUNCH_WORKER),
+    honoured(M + "path", COMPONENTS),
+    refused(M + "hf_config_path", "kuberl reads the config from model.path; remove it"),
+    honoured(M + "tokenizer_path", INHERIT),
+    refused(M + "custom_chat_template", "not supported yet; remove it"),
+    honoured(M + "external_lib", COMPONENTS),
+    refused(M + "external_libs", "use external_lib (one module) instead"),
+    honoured(M + "override_config", COMPONENTS),
+    honoured(M + "enable_gradient_checkpointing", COMPONENTS),
+    refused(M + "enable_activation_offload", "activation offload is not supported; remove it"),
+    honoured(M + "use_remove_padding", INHERIT),
+    refused(M + "use_fused_kernels", "fused log-prob kernels are not supported; remove it"),
+    refused(M + "use_liger", "Liger kernels are not supported; remove it"),
+    honoured(M + "lora_rank", COMPONENTS),
+    honoured(M + "lora_alpha", COMPONENTS),
+    honoured(M + "target_modules", COMPONENTS),
+    honoured(M + "exclude_modules", COMPONENTS),
+    refused(M + "lora_adapter_path", "starting from a saved adapter is not supported yet"),
+    honoured(M + "trust_remote_code", COMPONENTS),
+]

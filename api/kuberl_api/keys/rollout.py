@@ -1,0 +1,44 @@
+"""Fates of ``actor_rollout_ref.rollout.*``."""
+
+from kuberl_api.keys.entry import honoured, no_effect, refused
+from kuberl_api.keys.where import COMPONENTS, DEPRECATED, LOOP, VLLM
+
+P = "actor_rollout_ref.rollout."
+SAMPLING = ["temperature", "top_k", "top_p", "do_sample", "n", "ignore_eos"]
+VLLM_KEYS = [
+    "dtype",
+    "gpu_memory_utilization",
+    "enforce_eager",
+    "free_cache_engine",
+    "load_format",
+    "tensor_model_parallel_size",
+    "max_num_batched_tokens",
+    "max_model_len",
+    "max_num_seqs",
+    "enable_chunked_prefill",
+    "enable_prefix_caching",
+    "disable_log_stats",
+    "engine_kwargs.vllm",
+]
+NO_PARALLEL = "not supported; remove it or set 1 (engine_kwargs.vllm reaches other vLLM options)"
+
+KEYS = [
+    honoured(P + "name", COMPONENTS),
+    no_effect(P + "mode", "one colocated engine per rank; sync and async sample alike"),
+    *[honoured(P + k, LOOP) for k in SAMPLING],
+    honoured(P + "prompt_length", LOOP),
+    honoured(P + "response_length", LOOP),
+    *[honoured(P + k, VLLM) for k in VLLM_KEYS],
+    refused(P + "layered_summon", "layer-wise weight gathering is not supported; remove it"),
+    refused(P + "data_parallel_size", NO_PARALLEL),
+    refused(P + "expert_parallel_size", NO_PARALLEL),
+    refused(P + "pipeline_model_parallel_size", NO_PARALLEL),
+    honoured(P + "log_prob_micro_batch_size", DEPRECATED),
+    honoured(P + "log_prob_micro_batch_size_per_gpu", LOOP),
+    honoured(P + "log_prob_use_dynamic_bsz", LOOP),
+    honoured(P + "log_prob_max_token_len_per_gpu", LOOP),
+    no_effect(P + "calculate_log_probs", "old log-probs are recomputed by the actor"),
+    refused(P + "engine_kwargs.sglang", "kuberl runs vLLM or HF rollout; remove it"),
+    *[honoured(P + "val_kwargs." + k, LOOP) for k in ("top_k", "top_p", "temperature", "n")],
+    honoured(P + "val_kwargs.do_sample", LOOP),
+]
