@@ -3,7 +3,7 @@
 # Ray head and workers run this image as the `ray` user (uid 1000, the operator's runAsUser) and
 # find `kuberl train` on PATH. Build from the repository root (hack/images.sh):
 #   docker build -f images/runtime-cuda.Dockerfile -t ghcr.io/kuberl/runtime-cuda:0.1.0 .
-ARG CUDA_IMAGE=nvidia/cuda:12.9.1-cudnn-devel-ubuntu22.04
+ARG CUDA_IMAGE=nvidia/cuda:13.0.2-cudnn-devel-ubuntu22.04
 
 FROM ${CUDA_IMAGE}
 ARG KUBERL_VERSION=0.1.0

@@ -1,9 +1,12 @@
 """Per-response-token outputs of a model: log-probs and entropy (policy) or values (critic).
 
 Only the positions that predict response tokens (−L−1 … −2) go through the LM head, so no
-(rows × sequence × vocab) tensor is ever built. With `use_remove_padding` the valid tokens of all
-rows are packed into one sequence with restarting position ids (the attention mask is then derived
-from the position ids: flash-attention varlen on GPU, a block-diagonal SDPA mask on CPU).
+(rows × sequence × vocab) tensor is ever built, and the log-softmax over the vocabulary runs in
+row chunks (`_ChunkedTokenLogProb`): the [tokens, vocab] fp32 copy, its logsumexp temporaries and
+their fp32 gradients never exist; only the logits in the model's dtype and their gradient do.
+With `use_remove_padding` the valid tokens of all rows are packed into one sequence with
+restarting position ids; the attention kernel (`model_builder.attn_implementation`) then runs
+flash-attention varlen where flash-attn is installed, else SDPA with a block-diagonal mask.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from torch import nn
 
 from kuberl_runtime.algorithms import entropy_from_logits
 
+# Rows of the [tokens, vocab] logits turned to fp32 at a time: 1024 × 152k × 4 B ≈ 0.6 GB.
+LOGPROB_CHUNK_ROWS = 1024
+
 
 @dataclass(frozen=True)
 class ForwardOutput:
@@ -23,11 +29,49 @@ class ForwardOutput:
     values: torch.Tensor | None = None
 
 
-def token_log_probs(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """log softmax(logits)[label] as logit[label] − logsumexp(logits): no full log-softmax copy."""
-    logits = logits.float()
-    picked = logits.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
-    return picked - torch.logsumexp(logits, dim=-1)
+class _ChunkedTokenLogProb(torch.autograd.Function):
+    """log softmax(z)[y] per row, fp32 math on `chunk` rows at a time; saves z, y and logsumexp.
+
+    Backward: ∂/∂z_v = g·(1[v = y] − softmax(z)_v), recomputed per chunk and written straight
+    into a gradient in z's dtype.
+    """
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, labels: torch.Tensor, chunk: int) -> torch.Tensor:  # type: ignore[override]
+        rows = logits.shape[0]
+        lse = torch.empty(rows, dtype=torch.float32, device=logits.device)
+        picked = logits.gather(-1, labels.unsqueeze(-1)).squeeze(-1).float()
+        for start in range(0, rows, chunk):
+            lse[start : start + chunk] = torch.logsumexp(logits[start : start + chunk].float(), -1)
+        ctx.save_for_backward(logits, labels, lse)
+        ctx.chunk = chunk
+        return picked - lse
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:  # type: ignore[override]
+        logits, labels, lse = ctx.saved_tensors
+        grad_logits = torch.empty_like(logits)
+        for start in range(0, logits.shape[0], ctx.chunk):
+            part = slice(start, start + ctx.chunk)
+            probs = torch.exp(logits[part].float() - lse[part, None])
+            local = probs.mul_(-grad[part, None].float())
+            local.scatter_add_(-1, labels[part, None], grad[part, None].float())
+            grad_logits[part] = local.to(grad_logits.dtype)
+        return grad_logits, None, None
+
+
+def token_log_probs(
+    logits: torch.Tensor, labels: torch.Tensor, *, chunk_rows: int = LOGPROB_CHUNK_ROWS
+) -> torch.Tensor:
+    """log softmax(logits)[label] for (..., V) logits as fp32 (...), chunked over rows."""
+    flat = logits.reshape(-1, logits.shape[-1])
+    out = _ChunkedTokenLogProb.apply(flat, labels.reshape(-1), chunk_rows)
+    return out.reshape(labels.shape)
+
+
+def _scale(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """logits / temperature in place: the LM head's output is not needed by its own backward."""
+    return logits if temperature == 1.0 else logits.div_(temperature)
 
 
 def forward_responses(
@@ -58,7 +102,7 @@ def _forward_padded(model, batch, temperature, calculate_entropy, value_head) ->
         logits = model(**inputs).logits
         return ForwardOutput(values=logits[:, -length - 1 : -1, 0].float())
     logits = model(**inputs, logits_to_keep=length + 1).logits[:, :-1]
-    return _policy_outputs(logits.div(temperature), responses, calculate_entropy)
+    return _policy_outputs(_scale(logits, temperature), responses, calculate_entropy)
 
 
 def _forward_packed(model, batch, temperature, calculate_entropy, value_head) -> ForwardOutput:
@@ -75,7 +119,7 @@ def _forward_packed(model, batch, temperature, calculate_entropy, value_head) ->
     if value_head:
         values = model(**inputs).logits[0, predictors, 0].float()
         return ForwardOutput(values=_scatter(values, response_mask))
-    logits = model(**inputs, logits_to_keep=predictors).logits[0].div(temperature)
+    logits = _scale(model(**inputs, logits_to_keep=predictors).logits[0], temperature)
     out = _policy_outputs(logits, responses[response_mask], calculate_entropy)
     entropy = None if out.entropy is None else _scatter(out.entropy, response_mask)
     assert out.log_probs is not None

@@ -8,6 +8,7 @@ a peft model whose adapters can be switched off to act as the reference without 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,11 +37,34 @@ class ModelSpec:
     exclude_modules: str | list[str] | None = None
 
 
+def attn_implementation(spec: ModelSpec) -> str:
+    """`override_config.attn_implementation`, else flash-attn 2 where it is installed, else SDPA.
+
+    verl defaults to `flash_attention_2`; the CUDA image ships flash-attn, so packed
+    (`use_remove_padding`) micro-batches run varlen attention there. Elsewhere SDPA with the
+    block-diagonal mask transformers derives from the restarting position ids.
+    """
+    chosen = spec.override_config.get("attn_implementation")
+    if chosen:
+        return str(chosen)
+    return "flash_attention_2" if importlib.util.find_spec("flash_attn") else "sdpa"
+
+
 def load_config(spec: ModelSpec, **extra: Any) -> Any:
+    """The model's config with `override_config` applied (attention: see `attn_implementation`).
+
+    transformers honours the attention kernel only as a constructor argument, never as a plain
+    attribute, so it is passed that way and the config then reports the one in use.
+    """
     if spec.external_lib:
         importlib.import_module(spec.external_lib)
-    config = AutoConfig.from_pretrained(spec.path, trust_remote_code=spec.trust_remote_code)
-    for key, value in {**spec.override_config, **extra}.items():
+    config = AutoConfig.from_pretrained(
+        spec.path,
+        trust_remote_code=spec.trust_remote_code,
+        attn_implementation=attn_implementation(spec),
+    )
+    overrides = {k: v for k, v in spec.override_config.items() if k != "attn_implementation"}
+    for key, value in {**overrides, **extra}.items():
         setattr(config, key, value)
     return config
 
@@ -48,8 +72,29 @@ def load_config(spec: ModelSpec, **extra: Any) -> Any:
 def build_causal_lm(spec: ModelSpec, dtype: torch.dtype = torch.float32) -> nn.Module:
     config = load_config(spec)
     model = AutoModelForCausalLM.from_pretrained(
-        spec.path, config=config, dtype=dtype, trust_remote_code=spec.trust_remote_code
+        spec.path,
+        config=config,
+        dtype=dtype,
+        trust_remote_code=spec.trust_remote_code,
+        attn_implementation=config._attn_implementation,
     )
+    return _finish(model, spec)
+
+
+def build_causal_lm_empty(spec: ModelSpec, dtype: torch.dtype = torch.float32) -> nn.Module:
+    """The same model on the meta device: shapes and dtypes, no storage, no checkpoint read.
+
+    Sharded initialisation starts here (every rank shards, then the weights arrive from rank 0);
+    the dry run (`kuberl_runtime.dryrun`) builds every size this way.
+    """
+    config = load_config(spec)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(
+            config,
+            dtype=dtype,
+            trust_remote_code=spec.trust_remote_code,
+            attn_implementation=config._attn_implementation,
+        )
     return _finish(model, spec)
 
 
@@ -74,7 +119,8 @@ def build_reward_model(spec: ModelSpec, dtype: torch.dtype = torch.float32) -> n
 def _finish(model: nn.Module, spec: ModelSpec, task_type: str = "CAUSAL_LM") -> nn.Module:
     model.config.use_cache = False
     if spec.enable_gradient_checkpointing:
-        model.activation_checkpointing_enable({"use_reentrant": False})
+        # Non-reentrant checkpointing of every decoder layer (transformers 5.19, as vLLM pins).
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if spec.lora_rank > 0:
         model = apply_lora(model, spec, task_type)
     return model

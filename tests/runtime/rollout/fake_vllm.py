@@ -45,7 +45,7 @@ ENGINE_ARGS = frozenset(
         "enable_prefix_caching", "enable_sleep_mode", "load_format", "disable_log_stats",
         "hf_overrides", "enable_lora", "max_loras", "max_lora_rank", "quantization",
         "enable_expert_parallel", "cudagraph_capture_sizes", "compilation_config",
-        "swap_space", "cpu_offload_gb", "kv_cache_memory_bytes", "worker_extension_cls",
+        "cpu_offload_gb", "kv_cache_memory_bytes", "worker_extension_cls",
     }
 )  # fmt: skip
 WAKE_TAGS = frozenset({"weights", "kv_cache", "scheduling"})

@@ -81,7 +81,7 @@ def test_engine_kwargs_follow_verl_and_pass_engine_kwargs_through(vllm):
         enforce_eager=False,
         enable_chunked_prefill=False,
         load_format="dummy_dtensor",
-        engine_kwargs={"vllm": {"swap_space": 0, "quantization": None}},
+        engine_kwargs={"vllm": {"cpu_offload_gb": 0, "quantization": None}},
     )
     rollout = build(vllm, cfg)
     (llm,) = vllm.INSTANCES
@@ -103,7 +103,7 @@ def test_engine_kwargs_follow_verl_and_pass_engine_kwargs_through(vllm):
         "disable_log_stats": True,
         "trust_remote_code": False,
         "seed": 0,
-        "swap_space": 0,  # engine_kwargs.vllm passes through, None values dropped
+        "cpu_offload_gb": 0,  # engine_kwargs.vllm passes through, None values dropped
     }
     assert rollout.llm is llm
     assert llm.calls == [("sleep", SLEEP_LEVEL)]  # free the memory until the first sync
