@@ -8,6 +8,7 @@ import sys
 # command name -> (module, one-line help). Each module defines add_arguments(parser) and run(args).
 COMMANDS = {
     "validate": ("kuberl_cli.validate", "check job manifests or configs; print every problem"),
+    "keys": ("kuberl_cli.keys", "list every config key: verl default, fate, where it is read"),
     "crd": ("kuberl_cli.crd", "print the RLTrainingJob CustomResourceDefinition"),
     "train": ("kuberl_cli.train", "run a training job on this machine (one rank per accelerator)"),
     "export": ("kuberl_cli.export", "write a merged Hugging Face model from a checkpoint"),

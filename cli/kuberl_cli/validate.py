@@ -50,6 +50,12 @@ def _print_result(source, kind, result, quiet: bool) -> None:
         )
     elif not result.ok:
         print(f"{source}: {len(result.errors)} error(s)", file=sys.stderr)
+    if result.not_honoured and not quiet:
+        keys = ", ".join(result.not_honoured)
+        print(
+            f"{source}: {len(result.not_honoured)} key(s) set but not honoured "
+            f"(accepted, no effect in kuberl; see `kuberl keys`): {keys}"
+        )
 
 
 def _print_problems(path, problems) -> None:

@@ -27,7 +27,7 @@ class RefusedValue:
 class KeyReport:
     refused: list[RefusedValue] = field(default_factory=list)
     not_honoured: list[str] = field(default_factory=list)
-    """Keys the user set that kuberl accepts without effect (no-effect, or refused at default)."""
+    """Keys the user set that kuberl accepts without effect (fate no-effect)."""
 
 
 def check_key_fates(raw_backend: dict[str, Any]) -> KeyReport:
@@ -43,9 +43,8 @@ def check_key_fates(raw_backend: dict[str, Any]) -> KeyReport:
             if entry.accepts and not _accepted(value, entry.accepts):
                 report.refused.append(RefusedValue(key, value, entry.fix))
         elif entry.fate is Fate.REFUSED:
-            if _is_allowed(value, _allowed(entry, defaults.get(key))):
-                report.not_honoured.append(key)
-            else:
+            # At verl's default a refused key asks for what kuberl does anyway.
+            if not _is_allowed(value, _allowed(entry, defaults.get(key))):
                 report.refused.append(RefusedValue(key, value, entry.fix))
         else:
             report.not_honoured.append(key)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 from kuberl_api.backend_config import BackendConfig
 from kuberl_api.effective import build_effective_backend_config
 from kuberl_api.job import ModelArtsConfig, RLTrainingJobSpec
+from kuberl_api.keys import MESSAGE, KeyReport, check_key_fates
 from kuberl_api.roll.document import point_at_roll_keys, translate_roll_document
 from kuberl_api.validation.deprecations import check_deprecated_keys
 from kuberl_api.validation.documents import Document, DocumentKind
@@ -40,6 +41,8 @@ class ValidationResult:
     backend_config: BackendConfig | None = None
     """The effective backend_config (placement derived, deprecated keys converted)."""
     af_output_dir: str | None = None
+    not_honoured: list[str] = field(default_factory=list)
+    """Keys set that kuberl accepts without effect (see ``kuberl keys``)."""
 
     @property
     def errors(self) -> list[Problem]:
@@ -73,6 +76,7 @@ def validate_document(doc: Document) -> ValidationResult:
             later.problems, translated.backend_path, translated.origins
         )
         result.spec, result.af_output_dir = later.spec, later.af_output_dir
+        result.not_honoured = later.not_honoured
         result.backend_config = later.backend_config if result.ok else None
     return result
 
@@ -82,12 +86,19 @@ def _validate(doc: Document, result: ValidationResult) -> None:
     bc = doc.prefix if is_bare else join_path(doc.prefix, "backend_config")
     body = dict(doc.body)
     raw_backend = body if is_bare else body.get("backend_config")
+    keys = KeyReport()
     if isinstance(raw_backend, dict):
         resolved, interpolation_problems = resolve_interpolations(raw_backend, bc)
         body = resolved if is_bare else {**body, "backend_config": resolved}
         result.problems += interpolation_problems + check_deprecated_keys(raw_backend, bc)
+        keys = check_key_fates(resolved)
     if result.errors:
         return
+    # Values kuberl refuses are reported beside schema errors, not instead of them.
+    result.not_honoured = keys.not_honoured
+    result.problems += [
+        Problem(join_path(bc, *r.key.split(".")), MESSAGE, r.fix, r.value) for r in keys.refused
+    ]
     model = _MODEL_BY_KIND[doc.kind]
     try:
         parsed = model.model_validate(body)

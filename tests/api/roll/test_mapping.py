@@ -230,28 +230,12 @@ CASES = [
     (
         {
             "actor_train.strategy_args.strategy_name": "deepspeed_train",
-            "actor_train.strategy_args.strategy_config": "${deepspeed_zero3_cpuoffload}",
-        },
-        "actor_rollout_ref.actor.fsdp_config.optimizer_offload",
-        True,
-    ),
-    (
-        {
-            "actor_train.strategy_args.strategy_name": "deepspeed_train",
             "actor_train.strategy_args.strategy_config": {
                 "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}
             },
         },
         "actor_rollout_ref.actor.fsdp_config.param_offload",
         True,
-    ),
-    (
-        {
-            "actor_train.strategy_args.strategy_config.context_parallel_size": 2,
-            "actor_train.training_args.per_device_train_batch_size": 8,
-        },
-        "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
-        2,
     ),
     # infer_batch_size, device_mapping, num_gpus_per_node
     (

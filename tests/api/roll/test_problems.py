@@ -43,15 +43,6 @@ CASES = [
     ),
     (
         {
-            f"{SC}.context_parallel_size": 2,
-            "actor_train.training_args.gradient_accumulation_steps": 8,
-        },
-        W,
-        f"{SC}.context_parallel_size",
-        "approximated by Ulysses sequence parallelism",
-    ),
-    (
-        {
             "actor_train.strategy_args.strategy_name": "deepspeed_train",
             SC: {"zero_optimization": {"stage": 2}},
         },
@@ -164,6 +155,25 @@ CASES = [
         "not supported",
     ),
     # rejections: an error naming the key
+    # (mapped onto verl keys the key registry refuses: api/kuberl_api/keys)
+    (
+        {
+            f"{SC}.context_parallel_size": 2,
+            "actor_train.training_args.gradient_accumulation_steps": 8,
+        },
+        E,
+        f"{SC}.context_parallel_size",
+        "Ulysses sequence parallelism is not supported yet",
+    ),
+    (
+        {
+            "actor_train.strategy_args.strategy_name": "deepspeed_train",
+            SC: "${deepspeed_zero3_cpuoffload}",
+        },
+        E,
+        f"{SC}.zero_optimization.offload_optimizer",
+        "optimizer offload is not supported yet",
+    ),
     (
         {"actor_train.data_args.prompt": "instruction"},
         E,

@@ -1,0 +1,163 @@
+"""Each fate as a user meets it in ``kuberl validate``: refused values are errors naming the key,
+the value and the fix; verl's default is accepted; no-effect keys are noted, not refused."""
+
+import copy
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from kuberl_api.backend_config import BackendConfig
+from kuberl_api.keys import REGISTRY, Fate, schema_leaves
+from kuberl_api.validation import Document, DocumentKind, validate_document
+from kuberl_cli.main import main
+
+ROOT = Path(__file__).resolve().parents[3]
+BASE = yaml.safe_load((ROOT / "examples/demo.yaml").read_text())
+REFUSED = [e for e in REGISTRY.values() if e.fate is Fate.REFUSED]
+NO_EFFECT = [e for e in REGISTRY.values() if e.fate is Fate.NO_EFFECT]
+
+
+def _annotation(key: str) -> Any:
+    model: type[BaseModel] = BackendConfig
+    *parents, leaf = key.split(".")
+    for part in parents:
+        model = _model_in(model.model_fields[part].annotation)
+    return model.model_fields[leaf].annotation
+
+
+def _model_in(annotation: Any) -> type[BaseModel]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next(a for a in typing.get_args(annotation) if isinstance(a, type))
+
+
+def _other_value(key: str) -> Any:
+    """A value of the key's type that is neither verl's default nor null."""
+    default = schema_leaves()[key]
+    allowed = REGISTRY[key].allowed if not REGISTRY[key].has_schema_default else (default,)
+    annotation = _annotation(key)
+    options = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
+    if typing.get_origin(annotation) is typing.Literal:
+        options = [annotation]
+    for option in options:
+        if typing.get_origin(option) is typing.Literal:
+            return next(v for v in typing.get_args(option) if v not in allowed)
+        if option is bool:
+            return not default
+        if option is int:
+            return 2 if 2 not in allowed else 3
+        if option is float:
+            return 0.5 if default != 0.5 else 0.25
+        if option is str:
+            return "/somewhere/custom"
+        if typing.get_origin(option) is list:
+            inner = typing.get_args(option)[0]
+            first = typing.get_args(inner)[0] if typing.get_origin(inner) else "x"
+            return [first]
+        if typing.get_origin(option) is dict or option is dict:
+            return {"custom": 1}
+        if isinstance(option, types.UnionType):
+            continue
+    raise AssertionError(f"{key}: no test value for {annotation}")
+
+
+def _with(key: str, value: Any) -> dict:
+    tree = copy.deepcopy(BASE)
+    *parents, leaf = key.split(".")
+    node = tree
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = value
+    return tree
+
+
+def _validate(tree: dict):
+    return validate_document(Document(DocumentKind.BACKEND_CONFIG, tree, "", "test.yaml", {}))
+
+
+@pytest.mark.parametrize("entry", REFUSED, ids=lambda e: e.key)
+def test_a_refused_key_set_to_another_value_is_an_error_naming_key_value_and_fix(entry):
+    value = _other_value(entry.key)
+    result = _validate(_with(entry.key, value))
+    mine = [p for p in result.errors if p.path == entry.key and entry.fix in p.render()]
+    assert mine, [p.render() for p in result.problems]
+    assert "not supported by kuberl" in mine[0].render()
+    assert repr(value)[:40] in mine[0].render()
+    assert result.backend_config is None
+
+
+@pytest.mark.parametrize("entry", REFUSED, ids=lambda e: e.key)
+def test_a_refused_key_at_verl_default_is_accepted(entry):
+    default = schema_leaves()[entry.key] if entry.has_schema_default else entry.allowed[0]
+    result = _validate(_with(entry.key, default))
+    assert not [p for p in result.errors if p.path == entry.key], [
+        p.render() for p in result.errors
+    ]
+
+
+def test_ulysses_sequence_parallel_size_message():
+    key = "actor_rollout_ref.actor.ulysses_sequence_parallel_size"
+    result = _validate(_with(key, 2))
+    rendered = [p.render() for p in result.errors if p.path == key and "kuberl" in p.message]
+    assert rendered == [
+        f"{key}: not supported by kuberl (got 2) — Ulysses sequence parallelism is not "
+        "supported yet (issue 16); remove it or set 1"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "fix"),
+    [
+        ("reward_model.reward_manager", "prime", "naive and batch"),
+        ("trainer.logger", ["console", "clearml"], "remove the others"),
+        ("algorithm.adv_estimator", "remax", "ReMax"),
+    ],
+)
+def test_an_honoured_key_refuses_values_kuberl_does_not_implement(key, value, fix):
+    result = _validate(_with(key, value))
+    assert any(p.path == key and fix in p.render() for p in result.errors), [
+        p.render() for p in result.problems
+    ]
+
+
+@pytest.mark.parametrize("entry", NO_EFFECT[:8], ids=lambda e: e.key)
+def test_a_no_effect_key_is_accepted_and_reported(entry):
+    value = schema_leaves()[entry.key]
+    result = _validate(_with(entry.key, value if value is not None else 1))
+    assert not [p for p in result.errors if p.path == entry.key]
+    assert entry.key in result.not_honoured
+
+
+def test_validate_ends_with_a_summary_of_keys_set_but_not_honoured(tmp_path, capsys):
+    tree = _with("actor_rollout_ref.actor.use_torch_compile", True)
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(tree))
+    assert main(["validate", str(path)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "set but not honoured" in last
+    assert "actor_rollout_ref.actor.use_torch_compile" in last
+
+
+def test_keys_command_prints_the_registry_as_json(capsys):
+    assert main(["keys", "--json", "actor_rollout_ref.actor.ulysses"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows == [
+        {
+            "key": "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
+            "default": 1,
+            "fate": "refused",
+            "where": "",
+            "detail": "any other value is refused: Ulysses sequence parallelism is not "
+            "supported yet (issue 16); remove it or set 1",
+        }
+    ]
+
+
+def test_keys_command_with_an_unknown_prefix_fails(capsys):
+    assert main(["keys", "no_such_section"]) == 1
