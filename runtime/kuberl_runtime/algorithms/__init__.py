@@ -12,7 +12,7 @@ from kuberl_runtime.algorithms.advantages import (
     get_advantage_estimator,
     register_advantage_estimator,
 )
-from kuberl_runtime.algorithms.aggregation import LOSS_AGG_MODES, agg_loss
+from kuberl_runtime.algorithms.aggregation import LOSS_AGG_MODES, GlobalBatch, agg_loss
 from kuberl_runtime.algorithms.entropy import entropy_from_logits
 from kuberl_runtime.algorithms.full_kl import full_kl_from_logits
 from kuberl_runtime.algorithms.kl import kl_loss, kl_penalty, kl_type_names
@@ -38,6 +38,7 @@ __all__ = [
     "POLICY_LOSSES",
     "AdaptiveKLController",
     "FixedKLController",
+    "GlobalBatch",
     "UnknownAlgorithmError",
     "agg_loss",
     "apply_kl_penalty",

@@ -123,15 +123,17 @@ def reinforce_plus_plus_advantage(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """REINFORCE++: discounted return-to-go G_t = r_t + γ·G_{t+1}, whitened over the batch.
 
-    The running return restarts at 0 after every non-response position; no baseline.
+    As verl 0.9.1: a non-response position (an observation span inside a multi-turn response, or
+    padding) is skipped — its reward is not added and the running return is carried past it
+    unchanged, so rewards propagate across masked gaps. No baseline.
     """
     keep = response_mask.bool()
     running = token_level_rewards.new_zeros(token_level_rewards.shape[0])
-    returns = torch.empty_like(token_level_rewards)
+    returns = torch.zeros_like(token_level_rewards)
     for t in reversed(range(token_level_rewards.shape[1])):
-        running = token_level_rewards[:, t] + gamma * running
+        updated = token_level_rewards[:, t] + gamma * running
+        running = torch.where(keep[:, t], updated, running)
         returns[:, t] = running
-        running = torch.where(keep[:, t], running, torch.zeros_like(running))
     returns = zero_outside(returns, response_mask)
     advantages = zero_outside(masked_whiten(returns, response_mask), response_mask)
     return advantages, returns

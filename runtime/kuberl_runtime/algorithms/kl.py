@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import torch
 
-from kuberl_runtime.algorithms.aggregation import agg_loss
+from kuberl_runtime.algorithms.aggregation import GlobalBatch, agg_loss
 from kuberl_runtime.algorithms.chunked import DEFAULT_CHUNK_ROWS
 from kuberl_runtime.algorithms.full_kl import full_kl_from_logits
 from kuberl_runtime.algorithms.registry import Registry
@@ -104,13 +104,16 @@ def kl_loss(
     loss_agg_mode: str = "token-mean",
     logits: torch.Tensor | None = None,
     ref_logits: torch.Tensor | None = None,
+    loss_scale_factor: float | None = None,
+    global_batch: GlobalBatch | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """KL to the reference as an actor loss term (`actor.use_kl_loss`), before `kl_loss_coef`.
 
-    Returns the aggregated loss and {"actor/kl_loss": value}; the caller adds coef·loss.
+    Aggregated like the policy loss (verl passes the same `loss_scale_factor` and global-batch
+    counts). Returns the aggregated loss and {"actor/kl_loss": value}; the caller adds coef·loss.
     """
     kld = kl_penalty(
         logprob, ref_logprob, kl_type=kl_loss_type, logits=logits, ref_logits=ref_logits
     )
-    loss = agg_loss(kld, response_mask, loss_agg_mode)
+    loss = agg_loss(kld, response_mask, loss_agg_mode, loss_scale_factor, global_batch)
     return loss, {"actor/kl_loss": loss.detach()}

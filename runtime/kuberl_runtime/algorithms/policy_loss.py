@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-from kuberl_runtime.algorithms.aggregation import agg_loss
+from kuberl_runtime.algorithms.aggregation import GlobalBatch, agg_loss
 from kuberl_runtime.algorithms.masked import masked_mean, masked_sum
 from kuberl_runtime.algorithms.registry import Registry
 
@@ -50,8 +50,12 @@ def compute_policy_loss(
     clip_ratio_c: float = 3.0,
     rollout_is_weights: torch.Tensor | None = None,
     loss_scale_factor: float | None = None,
+    global_batch: GlobalBatch | None = None,
 ) -> PolicyLossOutput:
-    """Run the loss named `loss_mode`; all tensors are (rows, L) over response tokens."""
+    """Run the loss named `loss_mode`; all tensors are (rows, L) over response tokens.
+
+    `global_batch` selects verl's global-batch aggregation (see `aggregation.GlobalBatch`).
+    """
     return get_policy_loss_fn(loss_mode)(
         old_log_prob=old_log_prob,
         log_prob=log_prob,
@@ -64,6 +68,7 @@ def compute_policy_loss(
         clip_ratio_c=clip_ratio_c,
         rollout_is_weights=rollout_is_weights,
         loss_scale_factor=loss_scale_factor,
+        global_batch=global_batch,
     )
 
 
@@ -108,6 +113,7 @@ def vanilla_policy_loss(
     clip_ratio_c: float = 3.0,
     rollout_is_weights: torch.Tensor | None = None,
     loss_scale_factor: float | None = None,
+    global_batch: GlobalBatch | None = None,
     **_: object,
 ) -> PolicyLossOutput:
     """PPO clipped surrogate with dual clip (Ye et al., 2020) for negative advantages.
@@ -116,8 +122,7 @@ def vanilla_policy_loss(
     Lc = max(L1, L2); for A < 0 the loss is min(Lc, −A·clip_ratio_c), else Lc.
 
     ε_low/ε_high are `clip_ratio_low`/`clip_ratio_high` when set and fall back to `clip_ratio`
-    when they are None. This deliberately fixes a verl quirk: there both default to 0.2 rather
-    than null, so a user who only sets `clip_ratio` silently keeps ε = 0.2.
+    when they are None, as in verl 0.9.1 (where defaults, not this function, decide which wins).
     """
     if clip_ratio_c <= 1.0:
         raise ValueError(f"actor.clip_ratio_c must be > 1 for the dual clip, got {clip_ratio_c}")
@@ -131,7 +136,7 @@ def vanilla_policy_loss(
     negative = advantages < 0
     token_loss = torch.where(negative, torch.minimum(clip_loss, dual_bound), clip_loss)
     token_loss = _weighted(token_loss, rollout_is_weights)
-    pg_loss = agg_loss(token_loss, response_mask, loss_agg_mode, loss_scale_factor)
+    pg_loss = agg_loss(token_loss, response_mask, loss_agg_mode, loss_scale_factor, global_batch)
     return pg_loss, _metrics(
         pg_loss,
         clipfrac=masked_mean((clipped > unclipped).float(), response_mask),
@@ -147,17 +152,20 @@ def gspo_policy_loss(
     log_prob: torch.Tensor,
     advantages: torch.Tensor,
     response_mask: torch.Tensor,
+    loss_agg_mode: str = "seq-mean-token-mean",
     clip_ratio: float = 0.2,
     clip_ratio_low: float | None = None,
     clip_ratio_high: float | None = None,
     rollout_is_weights: torch.Tensor | None = None,
+    loss_scale_factor: float | None = None,
+    global_batch: GlobalBatch | None = None,
     **_: object,
 ) -> PolicyLossOutput:
     """GSPO: PPO clip on the sequence-level ratio s_i = exp(mean_t(log π_θ − log π_old)).
 
     Token-wise s_{i,t} = sg(s_i)·π_θ(a_t)/sg(π_θ(a_t)): the value of the sequence ratio with a
-    per-token gradient; log s clamped at ≤ 10. Always aggregated seq-mean-token-mean, as the
-    paper (and verl) define it, whatever `loss_agg_mode` says. No dual clip.
+    per-token gradient; log s clamped at ≤ 10. Aggregated with `loss_agg_mode` as verl 0.9.1's
+    workers pass it (the paper's choice, seq-mean-token-mean, is only the default). No dual clip.
     """
     low, high = resolve_clip_range(clip_ratio, clip_ratio_low, clip_ratio_high)
     log_ratio = log_prob - old_log_prob
@@ -168,7 +176,7 @@ def gspo_policy_loss(
     unclipped = -advantages * ratio
     clipped = -advantages * ratio.clamp(1.0 - low, 1.0 + high)
     token_loss = _weighted(torch.maximum(unclipped, clipped), rollout_is_weights)
-    pg_loss = agg_loss(token_loss, response_mask, "seq-mean-token-mean")
+    pg_loss = agg_loss(token_loss, response_mask, loss_agg_mode, loss_scale_factor, global_batch)
     return pg_loss, _metrics(
         pg_loss,
         clipfrac=masked_mean((clipped > unclipped).float(), response_mask),
@@ -186,10 +194,11 @@ def gpg_policy_loss(
     loss_agg_mode: str = "token-mean",
     rollout_is_weights: torch.Tensor | None = None,
     loss_scale_factor: float | None = None,
+    global_batch: GlobalBatch | None = None,
     **_: object,
 ) -> PolicyLossOutput:
     """GPG: plain policy gradient −A·log π_θ, no ratio and no clip (pair with adv_estimator gpg)."""
     token_loss = _weighted(-advantages * log_prob, rollout_is_weights)
-    pg_loss = agg_loss(token_loss, response_mask, loss_agg_mode, loss_scale_factor)
+    pg_loss = agg_loss(token_loss, response_mask, loss_agg_mode, loss_scale_factor, global_batch)
     zero = torch.zeros((), device=pg_loss.device)
     return pg_loss, _metrics(pg_loss, clipfrac=zero, ppo_kl=zero, clipfrac_lower=zero)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from kuberl_runtime.algorithms.aggregation import agg_loss
+from kuberl_runtime.algorithms.aggregation import GlobalBatch, agg_loss
 from kuberl_runtime.algorithms.masked import masked_mean
 
 
@@ -17,6 +17,7 @@ def value_loss(
     cliprange_value: float = 0.5,
     loss_agg_mode: str = "token-mean",
     loss_scale_factor: float | None = None,
+    global_batch: GlobalBatch | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """L_v = ½·agg(max((v − R)², (v̂ − R)²)), v̂ = clip(v, V_old − c, V_old + c).
 
@@ -28,7 +29,9 @@ def value_loss(
     unclipped_error = (vpreds - returns) ** 2
     clipped_error = (vpred_clipped - returns) ** 2
     token_loss = torch.maximum(unclipped_error, clipped_error)
-    vf_loss = 0.5 * agg_loss(token_loss, response_mask, loss_agg_mode, loss_scale_factor)
+    vf_loss = 0.5 * agg_loss(
+        token_loss, response_mask, loss_agg_mode, loss_scale_factor, global_batch
+    )
     metrics = {
         "critic/vf_loss": vf_loss.detach(),
         "critic/vf_clipfrac": masked_mean((clipped_error > unclipped_error).float(), response_mask),

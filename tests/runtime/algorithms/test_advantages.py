@@ -45,17 +45,17 @@ def test_gae_needs_values():
         compute_advantage("gae", token_level_rewards=t([[1.0]]), response_mask=t([[1.0]]))
 
 
-def test_reinforce_plus_plus_discounts_and_restarts_after_masked_positions():
+def test_reinforce_plus_plus_discounts_and_carries_over_masked_positions():
     # γ = 0.5. Row 0: trailing pad (garbage 7). Row 1: a masked span in the middle.
     rewards = t([[1.0, 3.0, 7.0], [1.0, 5.0, 2.0]])
     mask = torch.tensor([[1, 1, 0], [1, 0, 1]])
     advantages, returns = compute_advantage(
         "reinforce_plus_plus", token_level_rewards=rewards, response_mask=mask, gamma=0.5
     )
-    # row 0: G1 = 3, G0 = 1 + 0.5·3 = 2.5. row 1: G2 = 2; t=1 is masked: the running return
-    # restarts at 0 after it, so G0 = 1 + 0.5·0 = 1 (the masked token's 5 never leaks back).
-    torch.testing.assert_close(returns, t([[2.5, 3.0, 0.0], [1.0, 0.0, 2.0]]))
-    w = whiten_by_hand([2.5, 3.0, 1.0, 2.0])
+    # row 0: G1 = 3, G0 = 1 + 0.5·3 = 2.5. row 1: G2 = 2; t=1 is masked: skipped (its 5 is not
+    # added) and the running return carried past it, so G0 = 1 + 0.5·2 = 2 (verl 0.9.1).
+    torch.testing.assert_close(returns, t([[2.5, 3.0, 0.0], [2.0, 0.0, 2.0]]))
+    w = whiten_by_hand([2.5, 3.0, 2.0, 2.0])
     torch.testing.assert_close(advantages, t([[w[0], w[1], 0.0], [w[2], 0.0, w[3]]]))
 
 

@@ -186,8 +186,9 @@ MASK = torch.tensor([[1, 1, 0], [1, 0, 0], [0, 0, 0]])
         ("seq-mean-token-sum", (3 + 4) / 2),
         # per-row means 1.5 and 4
         ("seq-mean-token-mean", (1.5 + 4) / 2),
-        # Σ over rows of the token sums / L = 3 (verl: a sum, not a mean, over rows)
-        ("seq-mean-token-sum-norm", (3 + 4) / 3),
+        # mean over non-empty rows of the token sums, / L = 3 (verl 0.9.1, after its PR #6157)
+        ("seq-mean-token-sum-norm", (3 + 4) / 2 / 3),
+        ("token-sum", 1 + 2 + 4),
     ],
 )
 def test_agg_loss_modes_by_hand(mode, expected):
@@ -195,7 +196,7 @@ def test_agg_loss_modes_by_hand(mode, expected):
 
 
 def test_seq_mean_token_sum_norm_divides_by_the_scale_factor_when_given():
-    assert agg_loss(LOSS, MASK, "seq-mean-token-sum-norm", loss_scale_factor=7.0).item() == 1.0
+    assert agg_loss(LOSS, MASK, "seq-mean-token-sum-norm", loss_scale_factor=7.0).item() == 0.5
 
 
 def test_agg_loss_of_an_empty_mask_is_zero_and_unknown_modes_are_named():
