@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kuberl_runtime.rewards.errors import RewardError
-from kuberl_runtime.rewards.registry import default_compute_score
+from kuberl_runtime.rewards.registry import BUILTIN_REWARD_KWARGS, default_compute_score
 
 SAMPLE_ARGS = ("data_source", "solution_str", "ground_truth", "extra_info")
 BATCH_ARGS = ("data_sources", "solution_strs", "ground_truths", "extra_infos")
@@ -72,8 +72,22 @@ class RewardFunction:
         return results
 
 
-def default_reward_function() -> RewardFunction:
-    return RewardFunction(default_compute_score)
+def default_reward_function(reward_kwargs: Mapping[str, Any] | None = None) -> RewardFunction:
+    """The built-in scorers; `reward_kwargs` may only hold `lenient` (a bool)."""
+    reward_kwargs = dict(reward_kwargs or {})
+    unknown = sorted(set(reward_kwargs) - set(BUILTIN_REWARD_KWARGS))
+    if unknown:
+        raise RewardError(
+            f"custom_reward_function.reward_kwargs {unknown} have no meaning for the built-in "
+            f"scorers, which accept only {list(BUILTIN_REWARD_KWARGS)}; remove them, or set "
+            "custom_reward_function.path to a function that takes them"
+        )
+    if not isinstance(reward_kwargs.get("lenient", False), bool):
+        raise RewardError(
+            "custom_reward_function.reward_kwargs.lenient must be true or false, got "
+            f"{reward_kwargs['lenient']!r}"
+        )
+    return RewardFunction(default_compute_score, reward_kwargs=reward_kwargs)
 
 
 def load_custom_reward_function(

@@ -80,9 +80,8 @@ def build_reward_manager(
 ) -> RewardManager:
     """From `custom_reward_function.{path,name,reward_kwargs}`; no path ⇒ built-in scorers."""
     if custom_reward_path is None:
-        if reward_kwargs:
-            logger.warning("custom_reward_function.reward_kwargs ignored: no custom function path")
-        return RewardManager()
+        # Without a path, reward_kwargs configure the built-in scorers (only `lenient`).
+        return RewardManager(default_reward_function(reward_kwargs))
     reward_fn = load_custom_reward_function(
         custom_reward_path, custom_reward_name, reward_kwargs, batch
     )

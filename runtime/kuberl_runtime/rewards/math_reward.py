@@ -1,114 +1,170 @@
-"""MATH rule reward: the last `\\boxed{…}` answer, normalised, must equal the ground truth.
+"""MATH rule reward with verl 0.9.1's exact behaviour (the default).
 
-Normalisation follows the MATH convention verl uses: drop spaces, `\\left`/`\\right`, degrees,
-dollars, percent signs and trailing units (`\\text{ cm}`), short `k =` prefixes; `\\tfrac`/`\\dfrac`
-→ `\\frac`; brace `\\frac12` and `\\sqrt3`; `a/b` → `\\frac{a}{b}`; `.5` → `0.5`. One deliberate
-difference: where verl rewrites only the literal `0.5` as `\\frac{1}{2}`, plain numbers and integer
-fractions here compare by value, so `0.25` equals `\\frac{1}{4}` and `2.0` equals `2`.
+The answer is the content of the last `\\boxed{…}` (or the text after the last `\\boxed `, up to a
+`$`); `\\fbox{…}` is found but never scores, because only `\\boxed` is unwrapped. Answer and ground
+truth (taken as written, not unboxed) are normalised the MATH way and compared as strings; when
+normalising fails on malformed LaTeX the raw strings are compared instead. `lenient=True` selects
+kuberl's forgiving comparison (`math_lenient`, off by default; docs/algorithms.md lists the
+differences case by case).
 """
 
 from __future__ import annotations
 
-import re
-from fractions import Fraction
+import logging
+from typing import Any
 
-_BOX_COMMANDS = ("\\boxed", "\\fbox")
-_UNIT_MARKERS = ("\\text{ ", "\\mbox{ ")
-_LHS_MAX_CHARS = 2  # "k = 5" or "x=3" drop the lhs; longer lhs (equations) are kept
+from kuberl_runtime.rewards import math_lenient
+
+logger = logging.getLogger(__name__)
+
+BOXED = "\\boxed"
+BOXED_SPACE = "\\boxed "
+BOXED_BRACE = "\\boxed{"
+FBOX = "\\fbox"
+UNITS = "\\text{ "
+_KEY_MAX_CHARS = 2  # "k=5" drops "k="; longer left-hand sides stay
 
 
-def last_boxed_answer(text: str) -> str | None:
-    """Content of the last `\\boxed{…}` / `\\fbox{…}` (or `\\boxed 5`), or None."""
-    start = max(text.rfind(cmd) for cmd in _BOX_COMMANDS)
+class MalformedAnswer(ValueError):
+    """LaTeX the MATH normaliser cannot take apart (verl then compares the raw strings)."""
+
+
+def compute_score(solution_str: str, ground_truth: Any, lenient: bool = False) -> float:
+    if lenient:
+        return math_lenient.compute_score(solution_str, ground_truth)
+    boxed = last_boxed_only(solution_str)
+    if boxed is None:
+        return 0.0
+    try:
+        answer = remove_boxed(boxed)
+    except MalformedAnswer as err:
+        logger.debug("no MATH answer in %r: %s", boxed, err)
+        return 0.0
+    return 1.0 if is_equiv(answer, ground_truth) else 0.0
+
+
+def last_boxed_only(text: str) -> str | None:
+    """The last `\\boxed{…}` with its braces (or `\\fbox{…}` when there is no `\\boxed`)."""
+    if BOXED_SPACE in text:
+        return BOXED_SPACE + text.split(BOXED_SPACE)[-1].split("$")[0]
+    start = text.rfind(BOXED)
     if start < 0:
-        return None
-    rest = text[start:]
-    if rest.startswith("\\boxed "):
-        return rest[len("\\boxed ") :].split("$")[0].strip()
-    command = next(cmd for cmd in _BOX_COMMANDS if rest.startswith(cmd))
-    arg, _ = _read_group(rest, len(command))
-    return arg
+        start = text.rfind(FBOX)
+        if start < 0:
+            return None
+    depth = 0
+    for end in range(start, len(text)):
+        if text[end] == "{":
+            depth += 1
+        elif text[end] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start : end + 1]
+    return None
 
 
-def normalize_answer(answer: str) -> str:
-    s = answer.replace("\n", "").replace("\\!", "").replace("\\\\", "\\")
-    s = s.replace("tfrac", "frac").replace("dfrac", "frac")
-    s = s.replace("\\left", "").replace("\\right", "")
-    s = s.replace("^{\\circ}", "").replace("^\\circ", "")
-    s = s.replace("\\$", "").replace("$", "")
-    for marker in _UNIT_MARKERS:
-        s = s.split(marker)[0]
-    s = s.replace("\\%", "").replace("%", "")
-    s = s.replace(" .", " 0.").replace("{.", "{0.")
-    if s.startswith("."):
-        s = "0" + s
-    lhs, eq, rhs = s.partition("=")
-    if eq and "=" not in rhs and len(lhs.strip()) <= _LHS_MAX_CHARS:
-        s = rhs
-    s = re.sub(r"\\sqrt\s*([^{\s\\])", r"\\sqrt{\1}", s)
-    s = s.replace(" ", "")
-    s = _brace_fracs(s)
-    return re.sub(r"^(-?\d+)/(\d+)$", r"\\frac{\1}{\2}", s)
+def remove_boxed(boxed: str) -> str:
+    if BOXED_SPACE in boxed:
+        if not boxed.startswith(BOXED_SPACE):
+            raise MalformedAnswer(f"{boxed!r} does not start with {BOXED_SPACE!r}")
+        return boxed[len(BOXED_SPACE) :]
+    if not (boxed.startswith(BOXED_BRACE) and boxed.endswith("}")):
+        raise MalformedAnswer(f"{boxed!r} is not a \\boxed{{…}} group")
+    return boxed[len(BOXED_BRACE) : -1]
 
 
-def is_equiv(answer: str | None, ground_truth: str | None) -> bool:
+def is_equiv(answer: Any, ground_truth: Any) -> bool:
+    if answer is None and ground_truth is None:
+        return True
     if answer is None or ground_truth is None:
         return False
-    a, b = normalize_answer(answer), normalize_answer(ground_truth)
-    if a == b:
-        return True
-    value_a, value_b = _as_fraction(a), _as_fraction(b)
-    return value_a is not None and value_a == value_b
+    try:
+        return normalize(answer) == normalize(ground_truth)
+    except (MalformedAnswer, AttributeError, IndexError):
+        return answer == ground_truth
 
 
-def compute_score(solution_str: str, ground_truth: str) -> float:
-    truth = last_boxed_answer(ground_truth) if "\\boxed" in ground_truth else ground_truth
-    return 1.0 if is_equiv(last_boxed_answer(solution_str), truth) else 0.0
+_REMOVED = ("\n", "\\!")
+_REPLACED = (("\\\\", "\\"), ("tfrac", "frac"), ("dfrac", "frac"))
+_REMOVED_AFTER = ("\\left", "\\right", "^{\\circ}", "^\\circ", "\\$")
 
 
-def _read_group(s: str, i: int) -> tuple[str | None, int]:
-    """The `{…}` group, `\\command` or single character at i, and the index after it."""
-    if i >= len(s):
-        return None, i
-    if s[i] == "{":
-        depth = 0
-        for k in range(i, len(s)):
-            depth += {"{": 1, "}": -1}.get(s[k], 0)
-            if depth == 0:
-                return s[i + 1 : k], k + 1
-        return None, i
-    if s[i] == "\\":
-        match = re.match(r"\\[A-Za-z]+", s[i:])
-        if match:
-            return match.group(0), i + len(match.group(0))
-    return s[i], i + 1
+def normalize(s: str) -> str:
+    """The MATH normal form verl compares (raises on LaTeX it cannot take apart)."""
+    for token in _REMOVED:
+        s = s.replace(token, "")
+    for old, new in _REPLACED:
+        s = s.replace(old, new)
+    for token in _REMOVED_AFTER:
+        s = s.replace(token, "")
+    s = _drop_units(s)
+    s = s.replace("\\\\%", "").replace("\\%", "")
+    s = s.replace(" .", " 0.").replace("{.", "{0.")
+    if not s:
+        return s
+    if s[0] == ".":
+        s = "0" + s
+    sides = s.split("=")
+    if len(sides) == 2 and len(sides[0]) <= _KEY_MAX_CHARS:
+        s = sides[1]
+    s = _brace_sqrt(s).replace(" ", "")
+    s = _brace_fracs(s)
+    if s == "0.5":
+        s = "\\frac{1}{2}"
+    return _slash_to_frac(s)
 
 
-def _brace_fracs(s: str) -> str:
-    """`\\frac12` / `\\frac1{2}` / `\\frac{1}2` → `\\frac{1}{2}`."""
-    out: list[str] = []
-    i = 0
-    while (j := s.find("\\frac", i)) >= 0:
-        out.append(s[i : j + len("\\frac")])
-        i = j + len("\\frac")
-        for _ in range(2):
-            arg, after = _read_group(s, i)
-            if arg is None:
-                break
-            out.append("{" + _brace_fracs(arg) + "}")
-            i = after
-    out.append(s[i:])
+def _drop_units(s: str) -> str:
+    if UNITS not in s:
+        return s
+    parts = s.split(UNITS)
+    if len(parts) != 2:
+        raise MalformedAnswer(f"{s!r} has {len(parts) - 1} unit groups")
+    return parts[0]
+
+
+def _brace_sqrt(s: str) -> str:
+    """`\\sqrt3` → `\\sqrt{3}` (one character)."""
+    if "\\sqrt" not in s:
+        return s
+    head, *rest = s.split("\\sqrt")
+    out = [head]
+    for part in rest:
+        if part[0] == "{":  # IndexError on a trailing \sqrt: verl falls back to raw strings
+            out.append("\\sqrt" + part)
+        else:
+            out.append("\\sqrt{" + part[0] + "}" + part[1:])
     return "".join(out)
 
 
-def _as_fraction(s: str) -> Fraction | None:
-    match = re.fullmatch(r"(-?)\\frac\{(\d+)\}\{(\d+)\}", s)
+def _brace_fracs(s: str) -> str:
+    """`\\frac12` → `\\frac{1}{2}`, `\\frac1{2}` → `\\frac{1}{2}`; malformed ⇒ unchanged."""
+    head, *rest = s.split("\\frac")
+    out = [head]
+    for part in rest:
+        out.append("\\frac")
+        if part[0] == "{":  # IndexError on a trailing \frac, as in verl
+            out.append(part)
+            continue
+        if len(part) < 2:
+            return s
+        numerator, second = part[0], part[1]
+        if second == "{":
+            out.append("{" + numerator + "}" + part[1:])
+        else:
+            out.append("{" + numerator + "}{" + second + "}" + part[2:])
+    return "".join(out)
+
+
+def _slash_to_frac(s: str) -> str:
+    """`3/4` → `\\frac{3}{4}` when both sides are integers written plainly."""
+    sides = s.split("/")
+    if len(sides) != 2:
+        return s
     try:
-        if match:
-            sign = -1 if match.group(1) else 1
-            return sign * Fraction(int(match.group(2)), int(match.group(3)))
-        if re.fullmatch(r"-?\d+(\.\d+)?", s):
-            return Fraction(s)
-    except ZeroDivisionError:
-        return None
-    return None
+        numerator, denominator = int(sides[0]), int(sides[1])
+    except ValueError:
+        return s
+    if s != f"{numerator}/{denominator}":
+        return s
+    return "\\frac{" + str(numerator) + "}{" + str(denominator) + "}"

@@ -8,8 +8,12 @@ from typing import Any
 from kuberl_runtime.rewards import gsm8k, math_reward
 from kuberl_runtime.rewards.errors import RewardError
 
-# score(solution_str, ground_truth) -> float; extra_info is accepted for uniformity with custom fns.
-Scorer = Callable[[str, str], float]
+# score(solution_str, ground_truth, lenient=False) -> float.
+Scorer = Callable[..., float]
+
+# The built-in scorers' one option (set as custom_reward_function.reward_kwargs without a path):
+# kuberl's forgiving answer comparison instead of verl's exact one. Off by default.
+BUILTIN_REWARD_KWARGS = ("lenient",)
 
 ARITH_DATA_SOURCE = "kuberl/arith"
 
@@ -39,8 +43,10 @@ def default_compute_score(
     solution_str: str,
     ground_truth: str,
     extra_info: dict[str, Any] | None = None,
+    lenient: bool = False,
 ) -> float:
-    """Score one response with the built-in scorer for its data_source."""
+    """Score one response with the built-in scorer for its data_source (verl's exact behaviour
+    unless `lenient`)."""
     scorer = _SCORERS.get(data_source)
     if scorer is None:
         raise RewardError(
@@ -48,4 +54,6 @@ def default_compute_score(
             f"{', '.join(known_data_sources())}. For other data, set "
             "custom_reward_function.path (and .name) to your own scoring function"
         )
-    return scorer(solution_str, ground_truth)
+    # A scorer registered with register_scorer takes (solution_str, ground_truth) only.
+    options = {"lenient": True} if lenient else {}
+    return scorer(solution_str, ground_truth, **options)

@@ -1,8 +1,13 @@
+"""kuberl's forgiving MATH comparison (reward_kwargs lenient: true).
+
+verl's exact one, the default, is compared with verl itself in test_verl_parity_scorers.
+"""
+
 from __future__ import annotations
 
 import pytest
 
-from kuberl_runtime.rewards.math_reward import (
+from kuberl_runtime.rewards.math_lenient import (
     compute_score,
     is_equiv,
     last_boxed_answer,

@@ -1,8 +1,13 @@
+"""kuberl's forgiving GSM8K comparison (reward_kwargs lenient: true).
+
+verl's exact one, the default, is compared with verl itself in test_verl_parity_scorers.
+"""
+
 from __future__ import annotations
 
 import pytest
 
-from kuberl_runtime.rewards.gsm8k import compute_score, extract_solution
+from kuberl_runtime.rewards.gsm8k_lenient import compute_score, extract_solution
 
 
 @pytest.mark.parametrize(
