@@ -9,14 +9,18 @@ BIN := $(VENV)/bin
 # Reinstall whenever the pinned dependencies change.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml hack/requirements-nodeps.txt | sha1sum | cut -c1-12)
 CLUSTER_DIR ?= .cluster
+# cluster-up: REAL_NODE=auto also starts the real kubelet node when the machine can (saying why
+# not otherwise), on starts it or fails; off (default) keeps the kwok pools only.
+REAL_NODE ?= off
 PYTEST_ARGS ?=
 
-.PHONY: help setup lint format crds images test test-unit demo cluster-bin cluster-up cluster-down clean
+.PHONY: help setup lint format crds images images-release realnode-deps test test-unit demo cluster-bin cluster-up cluster-down clean
 
 help:
 	@echo "make demo   - run the demo end to end (see README)"
 	@echo "make test   - install everything needed and run the whole suite"
-	@echo "make setup | lint | format | crds | images | cluster-bin | cluster-up | cluster-down"
+	@echo "make setup | lint | format | crds | images | images-release | realnode-deps"
+	@echo "     cluster-bin | cluster-up [REAL_NODE=auto|on|off] | cluster-down"
 
 setup: $(STAMP)
 
@@ -40,10 +44,19 @@ crds: setup
 	$(BIN)/kuberl crd -o crds/rltrainingjobs.kuberl.io.yaml
 	$(PY) hack/sync_chart.py
 
-images:
+# Operator + CPU runtime images with podman on an mmdebstrap base, cached by their inputs.
+images: realnode-deps
+	bash hack/realimages.sh
+
+# operator, runtime-cuda and runtime-npu from their registry bases, with a Docker engine.
+images-release:
 	bash hack/images.sh
 
-test: setup cluster-bin
+# Debian packages of the real node and the local image builds (containerd, runc, podman, ...).
+realnode-deps:
+	bash hack/realnode-deps.sh
+
+test: setup cluster-bin realnode-deps
 	$(MAKE) --no-print-directory lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -58,7 +71,7 @@ cluster-bin:
 	bash hack/cluster-bin.sh
 
 cluster-up: setup cluster-bin
-	$(PY) hack/localcluster.py up --dir $(CLUSTER_DIR)
+	$(PY) hack/localcluster.py up --dir $(CLUSTER_DIR) --real-node $(REAL_NODE)
 
 cluster-down: setup
 	$(PY) hack/localcluster.py down --dir $(CLUSTER_DIR)

@@ -87,8 +87,10 @@ timed() {
 # Kubernetes: k8s.io/kubernetes replaces its staging modules with ./staging paths, so `go install`
 # refuses it. A generated wrapper module pins every `v0.0.0` staging requirement to its release.
 
-build_kubernetes() {
+# kubernetes_go_build OUT PACKAGE... : build main packages of k8s.io/kubernetes (cmd/...) into OUT.
+kubernetes_go_build() {
   local out="$1" version="${KUBERNETES_VERSION}"
+  shift
   local minor="${version#v1.}"
   minor="${minor%%.*}"
   local staging_version="v0.${version#v1.}"
@@ -125,12 +127,19 @@ build_kubernetes() {
   done
   (
     cd "${src}"
-    go build -p "${GO_BUILD_JOBS}" -ldflags "${ldflags}" -o "${out}/" \
-      k8s.io/kubernetes/cmd/kube-apiserver \
-      k8s.io/kubernetes/cmd/kube-controller-manager \
-      k8s.io/kubernetes/cmd/kube-scheduler \
-      k8s.io/kubernetes/cmd/kubectl
+    go build -p "${GO_BUILD_JOBS}" -ldflags "${ldflags}" -o "${out}/" "${@/#/k8s.io/kubernetes/}"
   )
+}
+
+build_kubernetes() {
+  kubernetes_go_build "$1" cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler \
+    cmd/kubectl
+}
+
+# The real node's kubelet (hack/realnode), same release; its own directory, so adding it never
+# rebuilds the control plane.
+build_kubelet() {
+  kubernetes_go_build "$1" cmd/kubelet
 }
 
 # etcd: server/v3 also replaces its siblings with relative paths; a one-line main that calls
@@ -240,6 +249,8 @@ main() {
   local start=${SECONDS}
   timed "kubernetes ${KUBERNETES_VERSION}" "${BIN_ROOT}/kubernetes-${KUBERNETES_VERSION}" \
     kube-apiserver kube-controller-manager kube-scheduler kubectl -- build_kubernetes
+  timed "kubelet ${KUBERNETES_VERSION}" "${BIN_ROOT}/kubelet-${KUBERNETES_VERSION}" kubelet \
+    -- build_kubelet
   timed "etcd ${ETCD_VERSION}" "${BIN_ROOT}/etcd-${ETCD_VERSION}" etcd -- build_etcd
   timed "kwok ${KWOK_VERSION}" "${BIN_ROOT}/kwok-${KWOK_VERSION}" \
     kwok stages/node-initialize.yaml stages/pod-ready.yaml -- build_kwok

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the kuberl container images with the versions pinned in images/versions.env.
 #
-#   bash hack/images.sh                        # operator, runtime-cuda and runtime-npu
+#   bash hack/images.sh                        # operator, runtime-cpu, runtime-cuda, runtime-npu
 #   bash hack/images.sh operator runtime-cuda  # only these
 #   bash hack/images.sh --dry-run              # print the docker commands, run nothing
 #
@@ -12,7 +12,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VERSIONS="${ROOT}/images/versions.env"
-ALL_IMAGES=(operator runtime-cuda runtime-npu)
+ALL_IMAGES=(operator runtime-cpu runtime-cuda runtime-npu)
 
 log() { printf 'images: %s\n' "$*" >&2; }
 

@@ -4,6 +4,7 @@
     python hack/localcluster.py status --dir .cluster   # which processes live, is the API ready
     python hack/localcluster.py logs   --dir .cluster   # tails of every component's log
     python hack/localcluster.py down   --dir .cluster   # stop exactly the recorded PIDs, clean up
+    python hack/localcluster.py up --real-node on ...   # plus a real kubelet node (hack/realnode)
 
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake nodes from
 hack/nodepools.yaml) and the KubeRay operator, all bound to 127.0.0.1 on free ports. Binaries
@@ -27,6 +28,8 @@ _HACK_DIR = str(Path(__file__).resolve().parent)
 if _HACK_DIR not in sys.path:
     sys.path.insert(0, _HACK_DIR)
 
+import realnode  # noqa: E402
+from realnode.images import build_images  # noqa: E402
 from testcluster import components as comp  # noqa: E402
 from testcluster.binaries import (  # noqa: E402
     Binaries,
@@ -238,6 +241,9 @@ def down(state_dir: Path) -> list[ProcessRecord]:
     """Stop every recorded PID (reverse start order) and remove all but the logs."""
     state = load_state(state_dir)
     stopped: list[ProcessRecord] = []
+    # The kubelet first: it must not see the API vanish under running pods.
+    if leftovers := realnode.stop_real_node(state_dir):
+        log.error("the real node left behind: %s", "; ".join(leftovers))
     for record in reversed(state.processes if state else []):
         if is_running(record):
             stop_process(record)
@@ -281,8 +287,32 @@ def log_tails(state_dir: Path, lines: int = 25) -> str:
 def _cmd_up(args: argparse.Namespace) -> int:
     state = up(args.dir, timeout=args.timeout)
     print(f"cluster ready in {state.seconds_to_ready}s at {state.server}")
+    if args.real_node != "off":
+        reason = realnode.unsupported_reason()
+        if reason and args.real_node == "on":
+            log.error("--real-node on, but %s", reason)
+            return 3
+        if reason:
+            print(f"no real node ({reason}); every pod runs on the kwok pools")
+        else:
+            node = start_real_node(state, args.timeout)
+            print(f"real node {realnode.REAL_NODE_NAME} Ready in {node.seconds_to_ready}s")
     print(f"export KUBECONFIG={state.kubeconfig}")
     return 0
+
+
+def start_real_node(state: ClusterState, timeout: float = 300.0) -> realnode.RealNode:
+    """Build (or find cached) the images, then start the real node beside this cluster."""
+    existing = realnode.load_real_node(Path(state.dir))
+    if existing and all(is_running(p) for p in existing.processes):
+        return existing
+    return realnode.start_real_node(
+        Path(state.dir),
+        Path(state.kubeconfig),
+        Path(state.binaries["kubectl"]),
+        build_images(),
+        timeout=timeout,
+    )
 
 
 def _cmd_down(args: argparse.Namespace) -> int:
@@ -325,6 +355,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=Path(".cluster"), help="state directory")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per readiness wait")
     parser.add_argument("--lines", type=int, default=25, help="log lines per component (logs)")
+    parser.add_argument(
+        "--real-node",
+        choices=("auto", "on", "off"),
+        default="off",
+        help="up: also start a real kubelet node (auto: when the machine can, saying why not)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="localcluster: %(message)s")
     handlers = {"up": _cmd_up, "down": _cmd_down, "status": _cmd_status, "logs": _cmd_logs}

@@ -1,0 +1,370 @@
+"""Start and stop the real node: containerd, the images, and a kubelet named 127.0.0.1.
+
+The kubelet's name is an IP on purpose: a hostname override that parses as an IP becomes the
+node's InternalIP without the loopback check, so the apiserver reaches it for logs and exec.
+Everything is recorded in DIR/realnode.json; `stop_real_node` stops exactly those PIDs, kills
+what is left in the node's own cgroup, unmounts whatever lies under its work dir and removes its
+cgroups. `leftovers` lists anything that survived (a test asserts it is empty).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from testcluster.binaries import cache_root, read_versions
+from testcluster.processes import is_running, start_process, stop_process
+from testcluster.state import ProcessRecord
+
+from realnode import config
+
+log = logging.getLogger("realnode")
+
+REAL_NODE_NAME = "127.0.0.1"
+REAL_NODE_LABEL = "kuberl.io/real-node"
+STATE_FILE = "realnode.json"
+CGROUP_FS = Path("/sys/fs/cgroup")
+CNI_BIN = Path("/usr/lib/cni")
+HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "ctr", "runc")
+
+
+@dataclass
+class RealNode:
+    work: str
+    socket: str
+    cgroup_root: str
+    kubelet_port: int
+    images: dict[str, str] = field(default_factory=dict)
+    processes: list[ProcessRecord] = field(default_factory=list)
+    seconds_to_ready: float | None = None
+
+
+def kubelet_binary() -> Path:
+    version = read_versions()["KUBERNETES_VERSION"]
+    return cache_root() / "bin" / f"kubelet-{version}" / "kubelet"
+
+
+def unsupported_reason() -> str | None:
+    """Why this machine cannot run the real node, or None when it can."""
+    if os.geteuid() != 0:
+        return "the real node needs root (containerd, runc, overlay mounts, cgroups)"
+    if "overlay" not in Path("/proc/filesystems").read_text():
+        return "the kernel has no overlayfs (containerd's snapshotter needs it)"
+    if not _cgroup_hierarchies():
+        return f"no cgroup hierarchy is mounted under {CGROUP_FS}"
+    missing = [tool for tool in HOST_TOOLS if shutil.which(tool) is None]
+    if not (CNI_BIN / "loopback").exists():
+        missing.append(str(CNI_BIN / "loopback"))
+    if missing:
+        return f"missing {', '.join(missing)}: run `make realnode-deps` (hack/realnode-deps.sh)"
+    if not kubelet_binary().exists():
+        return f"no kubelet at {kubelet_binary()}: run `make cluster-bin`"
+    return None
+
+
+def start_real_node(
+    state_dir: Path, kubeconfig: Path, kubectl: Path, images: dict[str, Path], timeout: float = 120
+) -> RealNode:
+    """Start containerd, import `images` (name -> docker-archive tarball), start the kubelet and
+    wait until the node is Ready. Raises RuntimeError with the reason when it cannot."""
+    if reason := unsupported_reason():
+        raise RuntimeError(f"cannot start a real node: {reason}")
+    started = time.monotonic()
+    work = state_dir / "realnode"
+    work.mkdir(parents=True, exist_ok=True)
+    logs = state_dir / "logs"
+    digest = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:8]
+    node = RealNode(
+        work=str(work),
+        socket=str(work / "containerd" / "containerd.sock"),
+        cgroup_root=f"/kuberl-realpod-{digest}",
+        kubelet_port=_free_port(),
+    )
+    _save(state_dir, node)
+    try:
+        _make_cgroups(node.cgroup_root)
+        _write_configs(work, node)
+        containerd = start_process(
+            "containerd",
+            ["containerd", "--config", str(work / "containerd.toml")],
+            logs / "containerd.log",
+        )
+        node.processes.append(containerd)
+        _save(state_dir, node)
+        _wait("containerd's socket", lambda: Path(node.socket).exists(), containerd, timeout)
+        for name, tarball in images.items():
+            _import_image(node, name, tarball)
+        kubelet = start_process("kubelet", _kubelet_argv(work, kubeconfig), logs / "kubelet.log")
+        node.processes.append(kubelet)
+        _save(state_dir, node)
+        _wait("the real node Ready", lambda: _node_ready(kubectl, kubeconfig), kubelet, timeout)
+    except BaseException:
+        stop_real_node(state_dir)
+        raise
+    node.seconds_to_ready = round(time.monotonic() - started, 1)
+    _save(state_dir, node)
+    log.info("real node %s Ready in %.1fs", REAL_NODE_NAME, node.seconds_to_ready)
+    return node
+
+
+def stop_real_node(state_dir: Path) -> list[str]:
+    """Stop the node recorded in `state_dir` and clean up after it; returns the leftovers."""
+    node = load_real_node(state_dir)
+    if node is None:
+        return []
+    kubelet = [p for p in node.processes if p.name == "kubelet"]
+    containerd = [p for p in node.processes if p.name == "containerd"]
+    for record in kubelet:
+        stop_process(record)
+    if any(is_running(p) for p in containerd):
+        _remove_all_tasks(node)
+    for record in containerd:
+        stop_process(record)
+    _kill_cgroup_members(node.cgroup_root)
+    _unmount_under(Path(node.work))
+    _remove_cgroups(node.cgroup_root)
+    remaining = leftovers(node)
+    if remaining:
+        log.warning("the real node left behind:\n  %s", "\n  ".join(remaining))
+    else:
+        shutil.rmtree(node.work, ignore_errors=True)
+        (state_dir / STATE_FILE).unlink(missing_ok=True)
+    return remaining
+
+
+def leftovers(node: RealNode) -> list[str]:
+    """Processes, mounts, cgroups and iptables chains the node left on the host."""
+    found = [f"process {p.name} ({p.pid})" for p in node.processes if is_running(p)]
+    found += [f"process {pid}: {cmd}" for pid, cmd in _processes_mentioning(node.work)]
+    found += [f"mount {point}" for point in _mounts_under(Path(node.work))]
+    found += [f"cgroup {path}" for path in _cgroup_dirs(node.cgroup_root) if path.exists()]
+    found += [f"iptables chain {chain}" for chain in _kube_chains()]
+    return found
+
+
+def load_real_node(state_dir: Path) -> RealNode | None:
+    path = state_dir / STATE_FILE
+    if not path.exists():
+        return None
+    raw = json.loads(path.read_text())
+    raw["processes"] = [ProcessRecord(**record) for record in raw["processes"]]
+    return RealNode(**raw)
+
+
+def ctr(node: RealNode, *args: str, stdin: bytes | None = None) -> str:
+    result = subprocess.run(
+        ["ctr", "--address", node.socket, "--namespace", "k8s.io", *args],
+        input=stdin,
+        capture_output=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"ctr {' '.join(args)}: {result.stderr.decode(errors='replace')}")
+    return result.stdout.decode()
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _save(state_dir: Path, node: RealNode) -> None:
+    path = state_dir / STATE_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(node), indent=2) + "\n")
+    tmp.replace(path)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait(what: str, check, process: ProcessRecord, timeout: float) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not check():
+        if not is_running(process):
+            raise RuntimeError(f"{process.name} exited while waiting for {what}; see {process.log}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.2)
+
+
+def _write_configs(work: Path, node: RealNode) -> None:
+    (work / "containerd.toml").write_text(config.containerd_config(work))
+    (work / "cni" / "net.d").mkdir(parents=True, exist_ok=True)
+    (work / "cni" / "net.d" / "10-loopback.conflist").write_text(config.cni_conflist())
+    healthz = _free_port()
+    (work / "kubelet.yaml").write_text(
+        config.kubelet_config(work, node.cgroup_root, node.kubelet_port, healthz)
+    )
+
+
+def _kubelet_argv(work: Path, kubeconfig: Path) -> list[str]:
+    return [
+        str(kubelet_binary()),
+        f"--config={work / 'kubelet.yaml'}",
+        f"--kubeconfig={kubeconfig}",
+        f"--root-dir={work / 'kubelet'}",
+        f"--cert-dir={work / 'kubelet-pki'}",
+        f"--hostname-override={REAL_NODE_NAME}",
+        f"--node-labels={REAL_NODE_LABEL}=true,kuberl.io/pool=real",
+        "--v=2",
+    ]
+
+
+def _import_image(node: RealNode, name: str, tarball: Path) -> None:
+    started = time.monotonic()
+    ctr(node, "images", "import", "--snapshotter", "overlayfs", str(tarball))
+    node.images[name] = str(tarball)
+    log.info("imported %s (%s) in %.1fs", name, tarball.name, time.monotonic() - started)
+
+
+def _node_ready(kubectl: Path, kubeconfig: Path) -> bool:
+    result = subprocess.run(
+        [
+            str(kubectl),
+            f"--kubeconfig={kubeconfig}",
+            "get",
+            "node",
+            REAL_NODE_NAME,
+            "-o",
+            "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return result.returncode == 0 and result.stdout.strip() == "True"
+
+
+def _remove_all_tasks(node: RealNode) -> None:
+    """Kill every container's task and delete it, so each containerd shim exits."""
+    for task in ctr(node, "tasks", "ls", "-q").split():
+        subprocess.run(
+            ["ctr", "--address", node.socket, "-n", "k8s.io", "tasks", "rm", "-f", task],
+            capture_output=True,
+            check=False,
+        )
+    for container in ctr(node, "containers", "ls", "-q").split():
+        subprocess.run(
+            ["ctr", "--address", node.socket, "-n", "k8s.io", "containers", "rm", container],
+            capture_output=True,
+            check=False,
+        )
+
+
+def _cgroup_hierarchies() -> list[Path]:
+    """Mount points of cgroup v1 hierarchies, or the v2 root when it is unified."""
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        fstype = right.split()[0] if right else ""
+        point = Path(left.split()[4])
+        if fstype == "cgroup" or (fstype == "cgroup2" and point == CGROUP_FS):
+            points.append(point)
+    return points
+
+
+def _cgroup_dirs(cgroup_root: str) -> list[Path]:
+    return [point / cgroup_root.lstrip("/") for point in _cgroup_hierarchies()]
+
+
+def _make_cgroups(cgroup_root: str) -> None:
+    for path in _cgroup_dirs(cgroup_root):
+        path.mkdir(exist_ok=True)
+        # A new cpuset cgroup starts empty; children cannot run anywhere until it is filled.
+        for name in ("cpuset.cpus", "cpuset.mems"):
+            if (path / name).exists() and not (path / name).read_text().strip():
+                (path / name).write_text((path.parent / name).read_text())
+
+
+def _kill_cgroup_members(cgroup_root: str) -> None:
+    """SIGKILL what still runs in the node's own cgroups (pods whose shim died first)."""
+    for path in _cgroup_dirs(cgroup_root):
+        for procs in path.rglob("cgroup.procs") if path.exists() else ():
+            for pid in procs.read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+
+
+def _remove_cgroups(cgroup_root: str) -> None:
+    for path in _cgroup_dirs(cgroup_root):
+        if not path.exists():
+            continue
+        for child in sorted(
+            (p for p in path.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
+        ):
+            _rmdir_retrying(child)
+        _rmdir_retrying(path)
+
+
+def _rmdir_retrying(path: Path) -> None:
+    for _ in range(50):  # a killed process leaves its cgroup a moment later
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
+    log.warning("could not remove cgroup %s", path)
+
+
+def _mounts_under(work: Path) -> list[str]:
+    prefix = str(work.resolve())
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].replace("\\040", " ")
+        if point == prefix or point.startswith(prefix + "/"):
+            points.append(point)
+    return points
+
+
+def _unmount_under(work: Path) -> None:
+    # Deepest first; a bind mount of the kubelet's root dir onto itself is the last one.
+    for _ in range(5):
+        points = sorted(set(_mounts_under(work)), key=len, reverse=True)
+        if not points:
+            return
+        for point in points:
+            subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+
+
+def _processes_mentioning(work: str) -> list[tuple[int, str]]:
+    """Live processes whose command line names the work dir (containerd shims, runc)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if work in cmdline:
+            found.append((int(proc.name), cmdline.strip()[:200]))
+    return found
+
+
+def _kube_chains() -> list[str]:
+    """KUBE-* chains in the host's iptables (the kubelet is configured to make none)."""
+    chains = []
+    for tool in ("iptables-save", "ip6tables-save"):
+        if shutil.which(tool) is None:
+            continue
+        result = subprocess.run([tool], capture_output=True, text=True, check=False)
+        chains += [
+            f"{tool}: {line.split()[0][1:]}"
+            for line in result.stdout.splitlines()
+            if line.startswith(":KUBE-")
+        ]
+    return chains

@@ -1,0 +1,43 @@
+# syntax=docker/dockerfile:1
+# The kuberl runtime for CPU-only nodes (tests, the real-pod demo): torch from PyPI, Ray and
+# kuberl[runtime]; no vLLM (rollouts use the HF engine). Same family as runtime-cuda.Dockerfile:
+# the `ray` user (uid 1000, the operator's runAsUser), the venv at /opt/kuberl on PATH, `kuberl`
+# as the command. Build from the repository root (hack/images.sh, or hack/realimages.sh with a
+# local Debian base):
+#   docker build -f images/runtime-cpu.Dockerfile -t ghcr.io/kuberl/runtime-cpu:0.1.0 .
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+
+FROM ${PYTHON_IMAGE}
+ARG KUBERL_VERSION=0.1.0
+ARG TORCH_VERSION=2.13.0
+ARG RAY_VERSION=2.60.0
+LABEL org.opencontainers.image.title="kuberl-runtime-cpu" \
+      org.opencontainers.image.version="${KUBERL_VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+
+RUN groupadd --gid 1000 ray \
+    && useradd --uid 1000 --gid 1000 --create-home --home-dir /home/ray --shell /bin/bash ray
+
+ENV VIRTUAL_ENV=/opt/kuberl \
+    PATH=/opt/kuberl/bin:${PATH} \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+COPY pyproject.toml README.md /src/
+COPY api /src/api
+COPY cli /src/cli
+COPY operator /src/operator
+COPY runtime /src/runtime
+# pip's cache is a build-time bind mount of the host's cache (hack/realimages.sh) and is never
+# committed into a layer; a plain docker build has none and downloads everything.
+# hadolint ignore=DL3042
+RUN python3 -m venv /opt/kuberl \
+    && /opt/kuberl/bin/pip install "torch==${TORCH_VERSION}" "ray[default]==${RAY_VERSION}" \
+       "/src[runtime]" \
+    && rm -rf /src
+
+USER 1000:1000
+WORKDIR /home/ray
+# A bare `docker run` shows the command; the operator submits `kuberl train <config>` via Ray.
+CMD ["kuberl", "--help"]
