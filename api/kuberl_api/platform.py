@@ -2,7 +2,7 @@
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from kuberl_api.base import PlatformModel
 
@@ -85,8 +85,35 @@ class RunPolicy(PlatformModel):
     ttl_seconds_after_finished: int | None = Field(None, ge=0)
     cleanup_policy: Literal["DeleteCluster", "KeepOnFailure", "KeepAll"] = "DeleteCluster"
     suspend: bool = False
+    pre_running_deadline_seconds: int | None = Field(
+        None,
+        gt=0,
+        description="Seconds an attempt may take from its start (or its Kueue admission) until "
+        "the Ray job runs; past it the attempt fails with PreRunningDeadlineExceeded.",
+    )
+    progress_deadline_seconds: int | None = Field(
+        None,
+        ge=0,
+        description="Seconds without a progress heartbeat before a running attempt is stopped "
+        "and retried from its checkpoint (reason NoProgress). Unset: 10x the observed median "
+        "step time, at least the operator's floor (15 min). 0 turns hang detection off.",
+    )
 
 
 class SchedulingSpec(PlatformModel):
     queue_name: str | None = Field(None, description="Kueue LocalQueue.")
     priority_class_name: str | None = None
+    workload_priority_class: str | None = Field(
+        None,
+        description="Kueue WorkloadPriorityClass (label kueue.x-k8s.io/priority-class); "
+        "needs queueName.",
+    )
+
+    @model_validator(mode="after")
+    def _priority_needs_queue(self) -> "SchedulingSpec":
+        if self.workload_priority_class and not self.queue_name:
+            raise ValueError(
+                "workloadPriorityClass is read by Kueue only on queued jobs: "
+                "set spec.scheduling.queueName too, or drop workloadPriorityClass"
+            )
+        return self

@@ -11,8 +11,16 @@ from datetime import UTC, datetime, timedelta
 from kuberl_api.job import Attempt, RayClusterStatus, RayJobStatus
 from kuberl_operator import conditions as cond
 from kuberl_operator.builders import build_raycluster, build_runtime_rbac, build_submission
+from kuberl_operator.builders.network import build_network_policy, build_token_secret
 from kuberl_operator.cluster_health import cluster_health
 from kuberl_operator.config import OperatorConfig
+from kuberl_operator.deadlines import (
+    Overdue,
+    ProgressSettings,
+    StepClock,
+    no_progress,
+    pre_running_overdue,
+)
 from kuberl_operator.failures import (
     Failure,
     FailureClass,
@@ -23,12 +31,14 @@ from kuberl_operator.failures import (
 from kuberl_operator.kube import Kube
 from kuberl_operator.metrics import Metrics
 from kuberl_operator.names import head_service_url, raycluster_name, submission_id
+from kuberl_operator.ray_auth import RayAuth
 from kuberl_operator.ray_jobs import DashboardUnavailable, RayJobsClient, SubmissionRejected
 from kuberl_operator.state import JobState
 
 log = logging.getLogger(__name__)
 
-RayClientFactory = Callable[[str], RayJobsClient]
+# (dashboard URL, the head's token) -> a Jobs API client
+RayClientFactory = Callable[[str, str], RayJobsClient]
 
 
 class AttemptDriver:
@@ -43,8 +53,14 @@ class AttemptDriver:
         self.config = config
         self.metrics = metrics
         self.ray_client = ray_client
+        self.ray_auth = RayAuth.load(config.ray_token_key_file, config.dashboard_token_file)
         self._unreachable_since: dict[str, datetime] = {}
         self._first_step_seen: set[str] = set()
+        self.step_clock = StepClock(ProgressSettings(config.progress_deadline_floor))
+
+    def _client(self, state: JobState, attempt: Attempt) -> RayJobsClient:
+        url = self.dashboard_url(state, attempt.ray_cluster or "")
+        return self.ray_client(url, self.ray_auth.token_for(state.ref))
 
     def dashboard_url(self, state: JobState, cluster: str) -> str:
         return self.config.dashboard_url_override or head_service_url(cluster, state.ref.namespace)
@@ -104,6 +120,51 @@ class AttemptDriver:
             self._poll(state, attempt)
         elif cond.is_true(state.status, cond.CLUSTER_READY):
             self._submit(state, attempt)
+        self._enforce_deadlines(state, attempt)
+
+    def _enforce_deadlines(self, state: JobState, attempt: Attempt) -> None:
+        if attempt.result != "Running":
+            return
+        policy = state.run_policy
+        ray_job = state.status.ray_job if state.submitted(attempt) else None
+        overdue: Overdue | None
+        if ray_job is None or ray_job.status in (None, "PENDING"):
+            ready = cond.get_condition(state.status, cond.CLUSTER_READY)
+            if ready is not None and ready.status != "True":
+                waiting = f"RayCluster not ready ({ready.reason}: {ready.message})"
+            else:
+                waiting = f"Ray job {ray_job.status if ray_job else 'not submitted'}"
+            since = cond.parse_time(attempt.start_time)
+            admitted = cond.get_condition(state.status, cond.ADMITTED)
+            if admitted is not None and admitted.status == "True":
+                since = max(filter(None, (since, cond.parse_time(admitted.last_transition_time))))
+            overdue = pre_running_overdue(policy, since, state.now, waiting)
+        else:
+            running = cond.get_condition(state.status, cond.RUNNING)
+            running_since = (
+                cond.parse_time(running.last_transition_time)
+                if running is not None and running.status == "True"
+                else None
+            )
+            overdue = no_progress(
+                policy,
+                self.step_clock,
+                _clock_key(state, attempt),
+                self._heartbeat(state, attempt),
+                running_since,
+                state.now,
+            )
+        if overdue is not None:
+            self._stop_ray_job(state, attempt)
+            self.fail(state, attempt, Failure(overdue.reason, overdue.message, _INFRA))
+
+    def _heartbeat(self, state: JobState, attempt: Attempt) -> datetime | None:
+        progress = state.status.progress
+        updated = cond.parse_time(progress.last_update_time) if progress else None
+        started = cond.parse_time(attempt.start_time)
+        if updated is None or started is None or updated < started:
+            return None
+        return updated
 
     def _create_cluster(self, state: JobState, attempt: Attempt) -> None:
         assert state.spec is not None
@@ -113,6 +174,9 @@ class AttemptDriver:
                 self.kube.delete_raycluster(namespace, stale["metadata"]["name"])
         for obj in build_runtime_rbac(state.ref):
             self.kube.create(obj)
+        token = self.ray_auth.secret_token(state.ref)
+        self.kube.create(build_token_secret(state.ref, token))
+        self.kube.create(build_network_policy(state.ref, self.config.operator_namespace))
         body = build_raycluster(state.ref, state.spec, attempt.index, self.config.default_image)
         self.kube.create(body)
         state.condition(cond.CLUSTER_READY, False, "PodsProvisioning", "RayCluster created")
@@ -140,7 +204,7 @@ class AttemptDriver:
     def _submit(self, state: JobState, attempt: Attempt) -> None:
         if state.effective is None or state.spec is None:
             return  # the spec turned invalid: nothing new is submitted until it is fixed
-        client = self.ray_client(self.dashboard_url(state, attempt.ray_cluster or ""))
+        client = self._client(state, attempt)
         payload = build_submission(
             state.ref,
             state.spec.af_output_dir,
@@ -181,7 +245,7 @@ class AttemptDriver:
         ray_job = state.status.ray_job
         assert ray_job is not None
         sid = attempt.submission_id
-        client = self.ray_client(self.dashboard_url(state, attempt.ray_cluster or ""))
+        client = self._client(state, attempt)
         try:
             session = client.session_name()
             info = client.get(sid)
@@ -229,6 +293,7 @@ class AttemptDriver:
         if updated is None or started is None or updated < started:
             return
         attempt.last_step = progress.global_step
+        self.step_clock.observe(_clock_key(state, attempt), progress.global_step, updated)
         key = f"{state.ref.uid}/{attempt.index}"
         if key not in self._first_step_seen:
             self._first_step_seen.add(key)
@@ -238,17 +303,23 @@ class AttemptDriver:
 
     def stop(self, state: JobState, attempt: Attempt, reason: str) -> None:
         """Stop the attempt on purpose (suspend, deadline): not a failure, no retry budget."""
-        if state.submitted(attempt):
-            client = self.ray_client(self.dashboard_url(state, attempt.ray_cluster or ""))
-            try:
-                client.stop(attempt.submission_id)
-            except DashboardUnavailable as err:
-                log.warning("could not stop %s: %s", attempt.submission_id, err)
+        self._stop_ray_job(state, attempt)
         attempt.result, attempt.reason, attempt.end_time = "Stopped", reason, state.timestamp()
+        self.step_clock.forget(_clock_key(state, attempt))
         state.event("Normal", "AttemptStopped", f"attempt {attempt.index} stopped: {reason}")
+
+    def _stop_ray_job(self, state: JobState, attempt: Attempt) -> None:
+        if not state.submitted(attempt):
+            return
+        client = self._client(state, attempt)
+        try:
+            client.stop(attempt.submission_id)
+        except DashboardUnavailable as err:
+            log.warning("could not stop %s: %s", attempt.submission_id, err)
 
     def fail(self, state: JobState, attempt: Attempt, failure: Failure) -> None:
         status = state.status
+        self.step_clock.forget(_clock_key(state, attempt))
         attempt.result, attempt.end_time = "Failed", state.timestamp()
         attempt.reason, attempt.message = failure.reason, failure.message[:1000]
         attempt.failure_class = failure.cls.value
@@ -287,6 +358,10 @@ class AttemptDriver:
 
 
 _INFRA = FailureClass.INFRA
+
+
+def _clock_key(state: JobState, attempt: Attempt) -> str:
+    return f"{state.ref.uid}/{attempt.index}"
 
 
 def _ms_to_iso(millis: int | None) -> str | None:

@@ -17,9 +17,15 @@ SUSPENDED = "Suspended"
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 CHECKPOINT_AVAILABLE = "CheckpointAvailable"
+QUEUED = "Queued"
+"""True while Kueue holds the job's RayCluster suspended (not yet admitted, or evicted)."""
+ADMITTED = "Admitted"
+"""True once Kueue admitted the RayCluster; lastTransitionTime starts preRunningDeadline."""
 
 CONDITION_TYPES = (
     VALIDATED,
+    QUEUED,
+    ADMITTED,
     CLUSTER_READY,
     RUNNING,
     RESTARTING,

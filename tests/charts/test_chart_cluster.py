@@ -23,6 +23,7 @@ from cluster.conftest import kubectl  # noqa: F401
 from kuberl_operator.builders import JobRef, build_raycluster, build_runtime_rbac
 from kuberl_operator.names import runtime_account_name
 from kuberl_operator.rbac import OPERATOR_RULES
+from support.crds import names_in, wait_established
 from support.helm import CHART_DIR, Helm, combinations, job_manifest, token_kubeconfig
 from support.manifests import valid_manifest
 
@@ -69,7 +70,7 @@ def monitoring_crds(kubectl: Kubectl) -> Iterator[None]:  # noqa: F811
     create = not present  # real prometheus-operator CRDs, if any, are left alone
     if create:
         kubectl("create", "-f", str(MONITORING_CRDS))
-    kubectl("wait", "--for=condition=Established", *names, "--timeout=60s")
+    wait_established(kubectl, names)
     yield
     if create:
         kubectl("delete", "-f", str(MONITORING_CRDS), "--wait=false")
@@ -88,7 +89,7 @@ def current_crd(kubectl: Kubectl) -> None:  # noqa: F811
         "-f",
         str(crd),
     )
-    kubectl("wait", "--for=condition=Established", "-f", str(crd), "--timeout=60s")
+    wait_established(kubectl, names_in(str(crd)))
 
 
 def install(helm: Helm, name: str, namespace: str, values: dict[str, Any]) -> Release:

@@ -23,6 +23,7 @@ import pytest
 # The cluster tier's kubectl fixture, shared rather than rewritten.
 from cluster.conftest import kubectl  # noqa: F401
 
+from support.crds import names_in, wait_established
 from support.helm import CHART_DIR, chart_operator_kubeconfig, job_manifest
 
 pytestmark = pytest.mark.cluster
@@ -48,7 +49,7 @@ def setting(
     kubectl("create", "namespace", jobs_ns)
     crd = CHART_DIR / "crds" / "rltrainingjobs.kuberl.io.yaml"
     kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
-    kubectl("wait", "--for=condition=Established", "-f", str(crd), "--timeout=60s")
+    wait_established(kubectl, names_in(str(crd)))
     secret_value = f"hf_{uuid.uuid4().hex}"
     kubectl(
         "create",
