@@ -80,10 +80,20 @@ class RLDataset:
         tokenizer: ChatTokenizer,
         options: DatasetOptions | None = None,
     ) -> RLDataset:
-        options = options or DatasetOptions()
         rows = read_rows(files)
         if not rows:
             raise DataError(f"no rows in data files {files}")
+        return cls.from_rows(rows, tokenizer, options or DatasetOptions(), files)
+
+    @classmethod
+    def from_rows(
+        cls,
+        rows: list[SourceRow],
+        tokenizer: ChatTokenizer,
+        options: DatasetOptions,
+        files: object,
+    ) -> RLDataset:
+        """Samples from verl-schema records (read from files or given by a custom class)."""
         _check_columns(rows, options)
         samples: list[PromptSample] = []
         for position, row in enumerate(rows):
