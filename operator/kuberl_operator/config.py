@@ -30,6 +30,10 @@ class OperatorConfig:
     dashboard_grace_seconds: float = 120.0
     """How long an unreachable dashboard is tolerated before the attempt is failed."""
     progress_deadline_floor: float = 900.0
+    ray_call_timeout: float = 5.0
+    """Longest a reconcile waits on one Ray Jobs API call (it runs on the gateway's threads)."""
+    ray_cooldown_seconds: float = 30.0
+    """A head whose last call was slow and failed is not called again for this long."""
     """Least seconds without a heartbeat before a derived progress deadline stops an attempt."""
     metrics_port: int = 8080
     metrics_host: str = "0.0.0.0"

@@ -13,7 +13,7 @@ from kuberl_api.job import GROUP, PLURAL, VERSION
 from kuberl_operator.config import OperatorConfig
 from kuberl_operator.names import ANNOTATION_PREFIX, FINALIZER
 from kuberl_operator.reconcile import Reconciler
-from kuberl_operator.state import Event
+from kuberl_operator.state import INVALID_SPEC, TERMINAL_PHASES, Event
 
 log = logging.getLogger(__name__)
 RESOURCE = (GROUP, VERSION, PLURAL)
@@ -35,6 +35,20 @@ def build_settings(config: OperatorConfig) -> kopf.OperatorSettings:
     # resource scan would retry its 403s for about a minute before the first watch starts.
     settings.scanning.disabled = bool(config.namespaces)
     return settings
+
+
+def needs_polling(spec: Any, status: Any, **_: Any) -> bool:
+    """The timer runs for jobs still in flight, and for finished ones only while a
+    ttlSecondsAfterFinished is pending; everything else finished is left alone (changes to
+    it still arrive as watch events)."""
+    phase = (status or {}).get("phase")
+    if phase not in TERMINAL_PHASES:
+        return True
+    failed = next((c for c in (status or {}).get("conditions") or [] if c["type"] == "Failed"), {})
+    if failed.get("reason") == INVALID_SPEC:
+        return True  # a spec that failed validation may be fixed; keep reconciling it
+    ttl = ((spec or {}).get("runPolicy") or {}).get("ttlSecondsAfterFinished")
+    return ttl is not None
 
 
 def post_event(body: dict[str, Any], event: Event) -> None:
@@ -65,7 +79,7 @@ def register(registry: kopf.OperatorRegistry, reconciler: Reconciler, config: Op
     def on_resume(namespace: str, name: str, **_: Any) -> None:
         run(namespace, name, "resume")
 
-    @kopf.timer(*RESOURCE, interval=config.poll_interval, registry=registry)
+    @kopf.timer(*RESOURCE, interval=config.poll_interval, when=needs_polling, registry=registry)
     def on_timer(namespace: str, name: str, **_: Any) -> None:
         run(namespace, name, "timer")
 

@@ -63,12 +63,16 @@ class Metrics:
             self.jobs.labels(phase).set(0)
 
     def observe_phase(self, uid: str, phase: str | None) -> None:
-        if phase is None:
-            self._phases.pop(uid, None)
-        else:
+        """O(1): only the job's old and new phase move (was a recount of every job per call)."""
+        before = self._phases.pop(uid, None) if phase is None else self._phases.get(uid)
+        if phase is not None:
             self._phases[uid] = phase
-        for name in PHASES:
-            self.jobs.labels(name).set(sum(1 for p in self._phases.values() if p == name))
+        if before == phase:
+            return
+        if before is not None:
+            self.jobs.labels(before).dec()
+        if phase is not None:
+            self.jobs.labels(phase).inc()
 
     def forget(self, uid: str, namespace: str, name: str) -> None:
         self.observe_phase(uid, None)

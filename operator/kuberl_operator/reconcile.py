@@ -20,6 +20,7 @@ from kuberl_operator.builders import accelerator_summary
 from kuberl_operator.config import OperatorConfig
 from kuberl_operator.kube import Kube
 from kuberl_operator.metrics import CONTROLLER, Metrics
+from kuberl_operator.ray_gateway import RayGateway
 from kuberl_operator.ray_jobs import RayJobsClient
 from kuberl_operator.state import INVALID_SPEC, Event, JobState
 
@@ -48,7 +49,12 @@ class Reconciler:
         self.metrics = metrics or Metrics()
         self.emit = emit or (lambda body, event: None)
         self.clock = clock
-        self.attempts = AttemptDriver(kube, config, self.metrics, ray_client)
+        self.ray_gateway = RayGateway(
+            config.ray_call_timeout,
+            config.ray_cooldown_seconds,
+            clock=lambda: self.clock().timestamp(),
+        )
+        self.attempts = AttemptDriver(kube, config, self.metrics, self.ray_gateway.wrap(ray_client))
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
     # --- entry points ----------------------------------------------------------------------
