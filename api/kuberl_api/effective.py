@@ -31,7 +31,7 @@ def build_effective_backend_config(
         _place_on_pools(cfg, pools)
     trainer.nnodes = trainer.nnodes or 1
     trainer.n_gpus_per_node = trainer.n_gpus_per_node or VERL_DEFAULT_GPUS_PER_NODE
-    trainer.device = trainer.device or "cuda"
+    # No device written and no pool to derive it from: the runtime takes what its machine has.
     if af_output_dir:
         trainer.default_local_dir = posixpath.join(af_output_dir, trainer.default_local_dir)
     if engine_kwargs:

@@ -93,7 +93,6 @@ def _inherit_critic(cfg: BackendConfig) -> None:
     _fill(critic, ppo_mini_batch_size=actor.ppo_mini_batch_size)
     _fill(critic, use_dynamic_bsz=actor.use_dynamic_bsz)
     _fill(critic, forward_max_token_len_per_gpu=critic.ppo_max_token_len_per_gpu)
-    _fill(critic, forward_micro_batch_size_per_gpu=critic.ppo_micro_batch_size_per_gpu)
     _fill(critic, ppo_epochs=actor.ppo_epochs)
     _fill(critic, shuffle=actor.shuffle)
     _fill(critic, loss_agg_mode=actor.loss_agg_mode)

@@ -40,8 +40,12 @@ ACTOR_KEYS = [
     no_effect(A + "entropy_from_logits_with_chunking", "kuberl always computes entropy in chunks"),
     refused(A + "entropy_checkpointing", "not supported; remove it or set false"),
     honoured(A + "use_remove_padding", COMPONENTS),
-    refused(A + "use_fused_kernels", "fused log-prob kernels are not supported; remove it"),
-    *optim_keys(A, "actor_rollout_ref.actor.grad_clip"),
+    refused(
+        A + "use_fused_kernels",
+        "fused log-prob kernels are not supported; remove it",
+        allowed=(False, None),
+    ),
+    *optim_keys(A),
     *trained_fsdp_keys(A),
     *checkpoint_keys(A),
 ]

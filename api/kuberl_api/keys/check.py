@@ -44,7 +44,10 @@ def check_key_fates(raw_backend: dict[str, Any]) -> KeyReport:
                 report.refused.append(RefusedValue(key, value, entry.fix))
         elif entry.fate is Fate.REFUSED:
             # At verl's default a refused key asks for what kuberl does anyway.
-            if not _is_allowed(value, _allowed(entry, defaults.get(key))):
+            allowed = _allowed(entry, defaults.get(key))
+            if entry.same_as:
+                allowed += (_lookup(raw_backend, entry.same_as),)
+            if not _is_allowed(value, allowed):
                 report.refused.append(RefusedValue(key, value, entry.fix))
         else:
             report.not_honoured.append(key)

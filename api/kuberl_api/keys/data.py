@@ -1,7 +1,7 @@
 """Fates of ``data.*``."""
 
 from kuberl_api.keys.entry import honoured, no_effect, refused
-from kuberl_api.keys.where import COMPONENTS, INHERIT, LOOP
+from kuberl_api.keys.where import COMPONENTS, CUSTOM_DATASET, INHERIT, PLAN
 
 KEYS = [
     honoured("data.tokenizer", COMPONENTS),
@@ -15,7 +15,7 @@ KEYS = [
     refused("data.image_key", "multimodal input is not supported yet (issue 16); remove it"),
     refused("data.video_key", "multimodal input is not supported yet (issue 16); remove it"),
     honoured("data.max_prompt_length", COMPONENTS),
-    honoured("data.max_response_length", LOOP),
+    honoured("data.max_response_length", PLAN),
     honoured("data.train_batch_size", COMPONENTS),
     no_effect("data.val_batch_size", "deprecated in verl: the whole validation set is one batch"),
     refused(
@@ -36,7 +36,7 @@ KEYS = [
     no_effect("data.filter_overlong_prompts_workers", "filtering runs in process; speed only"),
     honoured("data.truncation", COMPONENTS),
     honoured("data.trust_remote_code", COMPONENTS),
-    refused("data.custom_cls.path", "custom Dataset classes are not supported yet; remove it"),
-    refused("data.custom_cls.name", "custom Dataset classes are not supported yet; remove it"),
+    honoured("data.custom_cls.path", CUSTOM_DATASET),
+    honoured("data.custom_cls.name", CUSTOM_DATASET),
     honoured("data.apply_chat_template_kwargs", COMPONENTS),
 ]

@@ -46,6 +46,8 @@ class KeyEntry:
     """Refused: values accepted (verl's default); the schema's default unless given."""
     accepts: tuple[Any, ...] = ()
     """Honoured: when non-empty, the only values honoured (list values: every item)."""
+    same_as: str = ""
+    """Refused: a key whose value is also accepted here (verl's ``${that.key}`` default)."""
 
     @property
     def has_schema_default(self) -> bool:
@@ -58,9 +60,11 @@ def honoured(key: str, where: str, *, accepts: tuple[Any, ...] = (), fix: str = 
     return KeyEntry(key, Fate.HONOURED, where=where, accepts=accepts, fix=fix)
 
 
-def refused(key: str, fix: str, *, allowed: tuple[Any, ...] | Any = _SCHEMA_DEFAULT) -> KeyEntry:
+def refused(
+    key: str, fix: str, *, allowed: tuple[Any, ...] | Any = _SCHEMA_DEFAULT, same_as: str = ""
+) -> KeyEntry:
     assert fix, f"{key}: a refused key says what to do instead"
-    return KeyEntry(key, Fate.REFUSED, fix=fix, allowed=allowed)
+    return KeyEntry(key, Fate.REFUSED, fix=fix, allowed=allowed, same_as=same_as)
 
 
 def no_effect(key: str, reason: str) -> KeyEntry:

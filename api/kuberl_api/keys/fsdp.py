@@ -1,13 +1,12 @@
 """Fates of the FSDP, optimiser and checkpoint blocks, which sit under several parents."""
 
 from kuberl_api.keys.entry import KeyEntry, honoured, no_effect, refused
-from kuberl_api.keys.where import COMPONENTS, DEPRECATED, FSDP, OPTIM
+from kuberl_api.keys.where import CHECKPOINT, COMPONENTS, DEPRECATED, FSDP, OPTIM, PLAN
 
 FSDP1_ONLY = "an FSDP1 knob; kuberl runs FSDP2, where it has no meaning"
 NO_WRAP = "kuberl wraps one FSDP unit per decoder layer; remove it or set 0"
 HSDP = "hybrid sharding is not supported; remove it or set -1"
 OPTIM_OFFLOAD = "optimizer offload is not supported yet; remove it or use param_offload"
-MODEL_DTYPE = "kuberl keeps master weights in fp32; remove it or set fp32"
 
 
 def trained_fsdp_keys(prefix: str) -> list[KeyEntry]:
@@ -21,7 +20,7 @@ def trained_fsdp_keys(prefix: str) -> list[KeyEntry]:
         honoured(p + "offload_policy", FSDP),
         honoured(p + "reshard_after_forward", FSDP),
         refused(p + "fsdp_size", HSDP),
-        refused(p + "model_dtype", MODEL_DTYPE),
+        honoured(p + "model_dtype", COMPONENTS),
         honoured(p + "dtype", FSDP),
         no_effect(p + "forward_prefetch", FSDP1_ONLY),
         no_effect(p + "use_orig_params", FSDP1_ONLY),
@@ -48,7 +47,7 @@ def frozen_fsdp_keys(prefix: str, *, sharded: bool) -> list[KeyEntry]:
         no_effect(p + "grad_offload", "a frozen model has no gradients"),
         no_effect(p + "optimizer_offload", "a frozen model has no optimizer"),
         refused(p + "fsdp_size", HSDP),
-        refused(p + "model_dtype", MODEL_DTYPE),
+        honoured(p + "model_dtype", COMPONENTS),
         no_effect(p + "forward_prefetch", FSDP1_ONLY),
         no_effect(p + "use_orig_params", FSDP1_ONLY),
         no_effect(p + "forward_only", "set internally by verl; not a user setting"),
@@ -56,7 +55,7 @@ def frozen_fsdp_keys(prefix: str, *, sharded: bool) -> list[KeyEntry]:
     ]
 
 
-def optim_keys(prefix: str, grad_clip_key: str) -> list[KeyEntry]:
+def optim_keys(prefix: str) -> list[KeyEntry]:
     p = prefix + "optim."
     keys = [
         "lr",
@@ -72,11 +71,11 @@ def optim_keys(prefix: str, grad_clip_key: str) -> list[KeyEntry]:
         honoured(p + "warmup_style", DEPRECATED),
         no_effect(p + "total_training_steps", "set by the trainer from the run's length"),
         honoured(p + "optimizer", OPTIM),
-        refused(p + "clip_grad", f"not read yet; set {grad_clip_key} instead"),
+        # verl 0.9.1's engine clips at optim.clip_grad; the plan prefers it to the role's grad_clip.
+        honoured(p + "clip_grad", PLAN),
     ]
 
 
 def checkpoint_keys(prefix: str) -> list[KeyEntry]:
     p = prefix + "checkpoint."
-    fix = "kuberl saves and loads model, optimizer and extra; remove it"
-    return [refused(p + "save_contents", fix), refused(p + "load_contents", fix)]
+    return [honoured(p + "save_contents", CHECKPOINT), honoured(p + "load_contents", CHECKPOINT)]

@@ -2,7 +2,7 @@
 
 from kuberl_api.keys.entry import honoured, no_effect, refused
 from kuberl_api.keys.fsdp import frozen_fsdp_keys
-from kuberl_api.keys.where import COMPONENTS, DEPRECATED
+from kuberl_api.keys.where import COMPONENTS, DEPRECATED, REWARD_MODEL
 
 R = "reward_model."
 NO_RM_BATCHING = "the reward model scores micro batches of micro_batch_size_per_gpu; remove it"
@@ -11,15 +11,11 @@ KEYS = [
     honoured(R + "enable", COMPONENTS),
     no_effect(R + "strategy", "kuberl runs FSDP2 for both fsdp and fsdp2"),
     honoured(R + "model.path", COMPONENTS),
-    refused(
-        R + "model.input_tokenizer",
-        "a reward model with another tokenizer is not supported yet; remove it",
-        allowed=(None,),
-    ),
+    honoured(R + "model.input_tokenizer", REWARD_MODEL),
     refused(R + "model.external_lib", "custom reward model classes are not supported; remove it"),
     honoured(R + "model.trust_remote_code", COMPONENTS),
     no_effect(R + "model.use_remove_padding", "packing is a speed-up; scores are the same"),
-    *frozen_fsdp_keys(R + "model.", sharded=False),
+    *frozen_fsdp_keys(R + "model.", sharded=True),
     honoured(R + "micro_batch_size", DEPRECATED),
     honoured(R + "micro_batch_size_per_gpu", COMPONENTS),
     refused(R + "max_length", "reward model truncation is not supported; remove it"),

@@ -2,11 +2,13 @@
 
 from kuberl_api.keys.entry import ENVELOPE, honoured, no_effect, refused
 from kuberl_api.keys.where import (
+    BALANCE,
     COMPONENTS,
     DEPRECATED,
     DEVICE,
     LAUNCH_LOCAL,
     LOOP,
+    PLAN,
     RUN_CONFIG,
     VLLM,
 )
@@ -20,8 +22,6 @@ LOOP_KEYS = [
     "critic_warmup",
     "resume_mode",
     "resume_from_path",
-    "max_actor_ckpt_to_keep",
-    "max_critic_ckpt_to_keep",
     "project_name",
     "experiment_name",
     "seed",
@@ -30,7 +30,7 @@ LOGGERS = ("console", "tensorboard", "wandb", "mlflow", "swanlab", "file")
 NO_DUMP = "dumping generations is not supported yet; remove it"
 
 KEYS = [
-    no_effect(T + "balance_batch", "sequence-length balancing across ranks is not done yet"),
+    honoured(T + "balance_batch", BALANCE),
     honoured(T + "total_epochs", COMPONENTS),
     honoured(T + "total_training_steps", COMPONENTS),
     *[honoured(T + k, LOOP) for k in LOOP_KEYS],
@@ -46,7 +46,9 @@ KEYS = [
     honoured(T + "nnodes", LAUNCH_LOCAL),
     honoured(T + "n_gpus_per_node", LAUNCH_LOCAL),
     honoured(T + "device", DEVICE),
-    honoured(T + "default_local_dir", RUN_CONFIG),
+    honoured(T + "default_local_dir", PLAN),
+    honoured(T + "max_actor_ckpt_to_keep", PLAN),
+    honoured(T + "max_critic_ckpt_to_keep", PLAN),
     refused(T + "default_hdfs_dir", "HDFS upload is not supported; remove it"),
     refused(T + "del_local_ckpt_after_load", "not supported; remove it"),
     honoured(T + "remove_previous_ckpt_in_save", DEPRECATED),

@@ -116,7 +116,6 @@ def test_ulysses_sequence_parallel_size_message():
     [
         ("reward_model.reward_manager", "prime", "naive and batch"),
         ("trainer.logger", ["console", "clearml"], "remove the others"),
-        ("algorithm.adv_estimator", "remax", "ReMax"),
     ],
 )
 def test_an_honoured_key_refuses_values_kuberl_does_not_implement(key, value, fix):
@@ -161,3 +160,18 @@ def test_keys_command_prints_the_registry_as_json(capsys):
 
 def test_keys_command_with_an_unknown_prefix_fails(capsys):
     assert main(["keys", "no_such_section"]) == 1
+
+
+@pytest.mark.parametrize(
+    "example", ["demo.yaml", "grpo-gsm8k.yaml", "ppo-gsm8k.yaml", "modelarts-verl.yaml"]
+)
+def test_an_effective_config_written_out_validates_again(example):
+    """The operator submits the effective config (every default filled in); the runtime
+    validates it again, so no filled-in value may be refused."""
+    from kuberl_api.validation import load_documents
+
+    first = validate_document(load_documents(ROOT / "examples" / example)[0])
+    tree = first.backend_config.model_dump(mode="json")
+    again = _validate(tree)
+    refused = [p.render() for p in again.errors if "kuberl" in p.message]
+    assert refused == []
