@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 from kuberl_api.job import Attempt, RayClusterStatus, RayJobStatus
 from kuberl_operator import conditions as cond
+from kuberl_operator import kueue
 from kuberl_operator.builders import build_raycluster, build_runtime_rbac, build_submission
-from kuberl_operator.builders.network import build_network_policy, build_token_secret
 from kuberl_operator.cluster_health import cluster_health
 from kuberl_operator.config import OperatorConfig
 from kuberl_operator.deadlines import (
@@ -28,17 +28,16 @@ from kuberl_operator.failures import (
     classify_ray_failure,
     retry_verdict,
 )
+from kuberl_operator.gang import schedule_head_with_workers
 from kuberl_operator.kube import Kube
 from kuberl_operator.metrics import Metrics
 from kuberl_operator.names import head_service_url, raycluster_name, submission_id
-from kuberl_operator.ray_auth import RayAuth
 from kuberl_operator.ray_jobs import DashboardUnavailable, RayJobsClient, SubmissionRejected
 from kuberl_operator.state import JobState
 
 log = logging.getLogger(__name__)
 
-# (dashboard URL, the head's token) -> a Jobs API client
-RayClientFactory = Callable[[str, str], RayJobsClient]
+RayClientFactory = Callable[[str], RayJobsClient]
 
 
 class AttemptDriver:
@@ -53,14 +52,13 @@ class AttemptDriver:
         self.config = config
         self.metrics = metrics
         self.ray_client = ray_client
-        self.ray_auth = RayAuth.load(config.ray_token_key_file, config.dashboard_token_file)
         self._unreachable_since: dict[str, datetime] = {}
         self._first_step_seen: set[str] = set()
         self.step_clock = StepClock(ProgressSettings(config.progress_deadline_floor))
 
     def _client(self, state: JobState, attempt: Attempt) -> RayJobsClient:
         url = self.dashboard_url(state, attempt.ray_cluster or "")
-        return self.ray_client(url, self.ray_auth.token_for(state.ref))
+        return self.ray_client(url)
 
     def dashboard_url(self, state: JobState, cluster: str) -> str:
         return self.config.dashboard_url_override or head_service_url(cluster, state.ref.namespace)
@@ -71,7 +69,7 @@ class AttemptDriver:
         status, job = state.status, state.ref.name
         index = status.attempts[-1].index + 1 if status.attempts else 1
         resumed = status.checkpoint.latest_step if index > 1 and status.checkpoint else None
-        cluster = raycluster_name(job, index)
+        cluster = self._evicted_cluster(state) or raycluster_name(job, index)
         attempt = Attempt.model_validate(
             {
                 "index": index,
@@ -95,6 +93,14 @@ class AttemptDriver:
         state.event("Normal", "AttemptStarted", state.status.message or "")
         return attempt
 
+    def _evicted_cluster(self, state: JobState) -> str | None:
+        """The RayCluster Kueue evicted the last attempt from: it keeps the job's queue place."""
+        last = state.status.attempts[-1] if state.status.attempts else None
+        if last is None or last.reason != kueue.EVICTED or not last.ray_cluster:
+            return None
+        found = self.kube.get_raycluster(state.ref.namespace, last.ray_cluster)
+        return last.ray_cluster if found is not None else None
+
     # --- drive -----------------------------------------------------------------------------
 
     def drive(self, state: JobState, attempt: Attempt) -> None:
@@ -112,6 +118,8 @@ class AttemptDriver:
         owner = (raycluster["metadata"].get("ownerReferences") or [{}])[0].get("uid")
         if owner != state.ref.uid:
             state.set_phase("Provisioning", f"waiting for a stale {attempt.ray_cluster} to go")
+            return
+        if kueue.managed(raycluster) and kueue.observe(state, attempt, raycluster, self.stop):
             return
         self._observe_cluster(state, attempt, raycluster)
         if state.submitted(attempt):
@@ -174,12 +182,13 @@ class AttemptDriver:
                 self.kube.delete_raycluster(namespace, stale["metadata"]["name"])
         for obj in build_runtime_rbac(state.ref):
             self.kube.create(obj)
-        token = self.ray_auth.secret_token(state.ref)
-        self.kube.create(build_token_secret(state.ref, token))
-        self.kube.create(build_network_policy(state.ref, self.config.operator_namespace))
         body = build_raycluster(state.ref, state.spec, attempt.index, self.config.default_image)
+        schedule_head_with_workers(body, state.spec)
+        kueue.queue_raycluster(body, state.spec)
         self.kube.create(body)
         state.condition(cond.CLUSTER_READY, False, "PodsProvisioning", "RayCluster created")
+        if kueue.managed(body):
+            kueue.observe(state, attempt, body, self.stop)
 
     def _observe_cluster(self, state: JobState, attempt: Attempt, raycluster: dict) -> None:
         pods = self.kube.list_pods(state.ref.namespace, f"ray.io/cluster={attempt.ray_cluster}")

@@ -21,20 +21,14 @@ class OperatorConfig:
     """Point every job's Ray dashboard at this URL (tests: a local Ray head)."""
     runtime_kubeconfig: str | None = None
     """Kubeconfig path handed to the runtime when it does not run in a pod (tests only)."""
-    dashboard_token_file: str | None = None
-    """With dashboard_url_override: the token of that one head (tests: a local Ray head)."""
-    ray_token_key_file: str | None = None
-    """Key every job's Ray token is derived from (the chart mounts one from its Secret)."""
-    operator_namespace: str | None = None
-    """Where the operator's pod runs: the only namespace the heads' NetworkPolicy admits it from."""
     dashboard_grace_seconds: float = 120.0
     """How long an unreachable dashboard is tolerated before the attempt is failed."""
     progress_deadline_floor: float = 900.0
+    """Least seconds without a heartbeat before a derived progress deadline stops an attempt."""
     ray_call_timeout: float = 5.0
     """Longest a reconcile waits on one Ray Jobs API call (it runs on the gateway's threads)."""
     ray_cooldown_seconds: float = 30.0
     """A head whose last call was slow and failed is not called again for this long."""
-    """Least seconds without a heartbeat before a derived progress deadline stops an attempt."""
     metrics_port: int = 8080
     metrics_host: str = "0.0.0.0"
     liveness_endpoint: str | None = "http://0.0.0.0:8081/healthz"
@@ -75,21 +69,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dashboard-url-override",
         default=_env("KUBERL_DASHBOARD_URL_OVERRIDE"),
         help="use this Ray dashboard URL for every job (tests: a local Ray head)",
-    )
-    parser.add_argument(
-        "--dashboard-token-file",
-        default=_env("KUBERL_DASHBOARD_TOKEN_FILE"),
-        help="file holding the token of the --dashboard-url-override head",
-    )
-    parser.add_argument(
-        "--ray-token-key-file",
-        default=_env("KUBERL_RAY_TOKEN_KEY_FILE"),
-        help="key (32+ bytes) the Ray heads' tokens are derived from; the chart mounts one",
-    )
-    parser.add_argument(
-        "--operator-namespace",
-        default=_env("KUBERL_OPERATOR_NAMESPACE"),
-        help="the operator pod's namespace, admitted by each job's NetworkPolicy",
     )
     parser.add_argument(
         "--runtime-kubeconfig",
@@ -139,9 +118,6 @@ def from_args(args: argparse.Namespace) -> OperatorConfig:
         backoff_max=args.backoff_max,
         dashboard_url_override=args.dashboard_url_override,
         runtime_kubeconfig=args.runtime_kubeconfig,
-        dashboard_token_file=args.dashboard_token_file,
-        ray_token_key_file=args.ray_token_key_file,
-        operator_namespace=args.operator_namespace,
         dashboard_grace_seconds=args.dashboard_grace_seconds,
         progress_deadline_floor=args.progress_deadline_floor,
         metrics_port=args.metrics_port,
