@@ -20,6 +20,7 @@ from kuberl_api.job import (
     RLTrainingJobSpec,
     RLTrainingJobStatus,
 )
+from kuberl_api.validation.boolean_keys import alias_of, boolean_key_paths
 
 PRINTER_COLUMNS = [
     {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
@@ -59,6 +60,7 @@ def build_crd() -> dict[str, Any]:
     # A ROLL spec.roll_config stands in for backend_config (kuberl translates it); the CEL
     # rule on the spec requires exactly one of them.
     spec_schema["required"].remove("backend_config")
+    _declare_boolean_key_aliases(spec_schema["properties"]["backend_config"])
     status_schema = structural_schema(RLTrainingJobStatus.model_json_schema(by_alias=True))
     status_schema["properties"]["conditions"].update(
         {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
@@ -104,6 +106,32 @@ def build_crd() -> dict[str, Any]:
             ],
         },
     }
+
+
+def _declare_boolean_key_aliases(backend_schema: dict[str, Any]) -> None:
+    """``rollout.n`` written unquoted reaches the API server as ``"false"``: accept that spelling.
+
+    The alias property has the key's schema; a CEL rule refuses both spellings at once. The
+    validation edge renames the alias back (``kuberl_api.validation.boolean_keys``).
+    """
+    for *parents, key in boolean_key_paths():
+        node = backend_schema
+        for parent in parents:
+            node = node["properties"][parent]
+        alias = alias_of(key)
+        node["properties"][alias] = {
+            **node["properties"][key],
+            "description": f"{key}, as kubectl sends an unquoted `{key}:` (YAML 1.1 reads it "
+            f"as {alias}); kuberl reads it as {key}.",
+        }
+        node.setdefault("x-kubernetes-validations", []).append(
+            {
+                # CEL escapes property names that are keywords: `false` is `__false__`.
+                "rule": f"!(has(self.{key}) && has(self.__{alias}__))",
+                "message": f"{key} is set twice: once as {key!r} and once unquoted (kubectl "
+                f"reads an unquoted {key}: as {alias!r}); keep one",
+            }
+        )
 
 
 def render_crd() -> str:

@@ -13,10 +13,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kuberl_api.job import API_VERSION, KIND
 from kuberl_api.validation.problems import Problem, SpecInvalid
+from kuberl_api.yamlio import YAMLError, load_yaml_all
 
 _ENVELOPE_KEYS = {"af_output_dir", "backend_config", "engine_kwargs"}
 _BACKEND_KEYS = {"data", "actor_rollout_ref", "critic", "reward_model", "algorithm", "trainer"}
@@ -42,11 +41,14 @@ class Document:
 
 
 def load_documents(path: str | Path) -> list[Document]:
-    """Every document in a YAML file; a malformed file raises SpecInvalid naming the line."""
+    """Every document in a YAML file, read as kubectl reads it (``kuberl_api.yamlio``).
+
+    A malformed file raises SpecInvalid naming the line.
+    """
     text = Path(path).read_text()
     try:
-        raws = [raw for raw in yaml.safe_load_all(text) if raw is not None]
-    except yaml.YAMLError as err:
+        raws = [raw for raw in load_yaml_all(text) if raw is not None]
+    except YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         reason = getattr(err, "problem", None) or str(err)

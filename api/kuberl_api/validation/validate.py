@@ -12,6 +12,7 @@ from kuberl_api.effective import build_effective_backend_config
 from kuberl_api.job import ModelArtsConfig, RLTrainingJobSpec
 from kuberl_api.keys import MESSAGE, KeyReport, check_key_fates
 from kuberl_api.roll.document import point_at_roll_keys, translate_roll_document
+from kuberl_api.validation.boolean_keys import normalise_boolean_keys
 from kuberl_api.validation.deprecations import check_deprecated_keys
 from kuberl_api.validation.documents import Document, DocumentKind
 from kuberl_api.validation.interpolation import resolve_interpolations
@@ -88,6 +89,8 @@ def _validate(doc: Document, result: ValidationResult) -> None:
     raw_backend = body if is_bare else body.get("backend_config")
     keys = KeyReport()
     if isinstance(raw_backend, dict):
+        raw_backend, alias_problems = normalise_boolean_keys(raw_backend, bc)
+        result.problems += alias_problems
         resolved, interpolation_problems = resolve_interpolations(raw_backend, bc)
         body = resolved if is_bare else {**body, "backend_config": resolved}
         result.problems += interpolation_problems + check_deprecated_keys(raw_backend, bc)
