@@ -71,6 +71,14 @@ class RLTrainingJobSpec(PlatformModel):
     storage: StorageSpec = Field(default_factory=StorageSpec)
     run_policy: RunPolicy = Field(default_factory=RunPolicy)
     scheduling: SchedulingSpec = Field(default_factory=SchedulingSpec)
+    network: Literal["pod", "hostNetwork"] = Field(
+        "pod",
+        description="pod: Ray pods on the pod network (default). hostNetwork: Ray pods share "
+        "their node's network (NCCL over RDMA/RoCE on bare metal; nodes without a pod CNI); the "
+        "operator then gives each RayCluster its own Ray ports, binds Ray to the node's address "
+        "and reaches the dashboard at the head pod's host IP. Pods need a namespace whose Pod "
+        "Security level admits host networking (privileged).",
+    )
 
 
 Phase = Literal[
@@ -123,6 +131,9 @@ class RayClusterStatus(PlatformModel):
     name: str | None = None
     state: str | None = None
     dashboard_url: str | None = Field(None, alias="dashboardURL")
+    ray_ports: dict[str, int] | None = Field(
+        None, description="hostNetwork only: the Ray ports allocated to this RayCluster."
+    )
     ready_workers: int | None = None
     desired_workers: int | None = None
 

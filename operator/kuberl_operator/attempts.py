@@ -29,6 +29,7 @@ from kuberl_operator.failures import (
     retry_verdict,
 )
 from kuberl_operator.gang import schedule_head_with_workers
+from kuberl_operator.hostnet_head import head_ports, host_network_dashboard
 from kuberl_operator.kube import Kube
 from kuberl_operator.metrics import Metrics
 from kuberl_operator.names import head_service_url, raycluster_name, submission_id
@@ -61,7 +62,11 @@ class AttemptDriver:
         return self.ray_client(url)
 
     def dashboard_url(self, state: JobState, cluster: str) -> str:
-        return self.config.dashboard_url_override or head_service_url(cluster, state.ref.namespace)
+        if self.config.dashboard_url_override:
+            return self.config.dashboard_url_override
+        if state.spec is not None and state.spec.network == "hostNetwork":
+            return host_network_dashboard(self.kube, state.spec, state.ref.namespace, cluster)
+        return head_service_url(cluster, state.ref.namespace)
 
     # --- start -----------------------------------------------------------------------------
 
@@ -84,7 +89,11 @@ class AttemptDriver:
         status.start_time = status.start_time or state.timestamp()
         status.next_retry_time = None
         status.ray_cluster = RayClusterStatus.model_validate(
-            {"name": cluster, "dashboardURL": self.dashboard_url(state, cluster)}
+            {
+                "name": cluster,
+                "dashboardURL": self.dashboard_url(state, cluster),
+                "rayPorts": state.spec and head_ports(state.spec, state.ref.namespace, cluster),
+            }
         )
         resume = f", resuming from step {resumed}" if resumed is not None else ""
         state.set_phase("Provisioning", f"attempt {index}: creating RayCluster {cluster}{resume}")
@@ -195,6 +204,7 @@ class AttemptDriver:
         health = cluster_health(raycluster, pods)
         mirror = state.status.ray_cluster or RayClusterStatus()
         mirror.name = attempt.ray_cluster
+        mirror.dashboard_url = self.dashboard_url(state, attempt.ray_cluster or "")
         mirror.state = health.state
         mirror.ready_workers = health.ready_workers
         mirror.desired_workers = health.desired_workers

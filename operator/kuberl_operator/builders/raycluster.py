@@ -14,6 +14,7 @@ from kuberl_operator.builders.common import (
     quantity_bytes,
     shared_memory_size,
 )
+from kuberl_operator.builders.hostnet import apply_host_network
 from kuberl_operator.builders.pods import (
     RUNTIME_METRICS_PORT_NUMBER,
     container_env,
@@ -45,7 +46,7 @@ def build_raycluster(
     labels = child_labels(job, attempt, spec.scheduling.queue_name)
     metadata = job.metadata(raycluster_name(job.name, attempt), labels)
     image = spec.image or default_image
-    return {
+    raycluster = {
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
         "metadata": metadata,
@@ -58,6 +59,9 @@ def build_raycluster(
             ],
         },
     }
+    if spec.network == "hostNetwork":
+        apply_host_network(raycluster)
+    return raycluster
 
 
 def _container(
