@@ -11,7 +11,8 @@ Off unless set (`algorithm.reward_clip`, `advantage_clip`, `norm_mean_type`, `no
    group/group for `grpo`; then clipped to ±`reward_clip`;
 3. after the in-reward KL, token-level rewards clipped to ±`reward_clip` again;
 4. advantages over the surviving responses (masked rows: zero advantage, out of whitening and
-   out of the loss); then clipped to ±`advantage_clip`.
+   out of the loss); then clipped to ±`advantage_clip`. With no response left the step is
+   skipped (zero advantages, empty final mask; the trainer makes no update), as ROLL does.
 """
 
 from __future__ import annotations
@@ -44,6 +45,31 @@ class RollRLVROptions:
     difficulty_mask: bool = False
     difficulty_low_threshold: float = 0.0
     difficulty_high_threshold: float = 1.0
+
+    @classmethod
+    def from_settings(
+        cls,
+        *,
+        reward_clip: float,
+        advantage_clip: float,
+        norm_mean_type: str,
+        norm_std_type: str,
+        max_len_mask: bool,
+        difficulty_mask: bool,
+        difficulty_low_threshold: float,
+        difficulty_high_threshold: float,
+    ) -> RollRLVROptions:
+        """From the run plan's `algorithm.roll_rlvr` (0 = no clip, "none" = no normalisation)."""
+        return cls(
+            reward_clip=reward_clip or None,
+            advantage_clip=advantage_clip or None,
+            norm_mean_type=_norm_type(norm_mean_type),
+            norm_std_type=_norm_type(norm_std_type),
+            max_len_mask=max_len_mask,
+            difficulty_mask=difficulty_mask,
+            difficulty_low_threshold=difficulty_low_threshold,
+            difficulty_high_threshold=difficulty_high_threshold,
+        )
 
     @property
     def active(self) -> bool:
@@ -168,18 +194,17 @@ def roll_advantages(
     **estimator_kwargs: object,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, float]]:
     """Steps 3–4: (advantages, returns, final response mask, metrics)."""
-    metrics: dict[str, float] = {}
+    final_mask = response_mask * sample_keep.unsqueeze(-1).to(response_mask.dtype)
+    metrics = {"mask/final_mask_sum_eq_0": float(not bool(final_mask.bool().any()))}
+    if metrics["mask/final_mask_sum_eq_0"]:
+        # ROLL skips such a step (no update); the trainer does the same on an empty final mask.
+        zeros = torch.zeros_like(token_level_rewards)
+        return zeros, zeros, final_mask, metrics
     if options.reward_clip is not None:
         metrics["critic/token_reward_clip_frac"] = clip_fraction(
             token_level_rewards, options.reward_clip
         )
         token_level_rewards = token_level_rewards.clamp(-options.reward_clip, options.reward_clip)
-    final_mask = response_mask * sample_keep.unsqueeze(-1).to(response_mask.dtype)
-    if not bool(final_mask.bool().any()):
-        raise ValueError(
-            "every response was masked out by max_len_mask/difficulty_mask this step; ROLL "
-            "skips such a step, kuberl refuses it: widen the difficulty thresholds or the length"
-        )
     estimator_mask = response_mask if adv_estimator in GROUP_ESTIMATORS else final_mask
     advantages, returns = compute_advantage(
         adv_estimator,
@@ -193,6 +218,14 @@ def roll_advantages(
         metrics["critic/advantage_clip_frac"] = clip_fraction(advantages, options.advantage_clip)
         advantages = advantages.clamp(-options.advantage_clip, options.advantage_clip)
     return advantages, returns, final_mask, metrics
+
+
+def _norm_type(value: str) -> NormType | None:
+    if value == "none":
+        return None
+    if value not in ("batch", "group"):
+        raise ValueError(f"norm type must be batch, group or none, got {value!r}")
+    return "batch" if value == "batch" else "group"
 
 
 def _last_valid(response_mask: torch.Tensor) -> torch.Tensor:

@@ -128,12 +128,13 @@ def test_grpo_group_statistics_include_masked_rows():
     assert advantages[1].abs().sum() == 0
 
 
-def test_a_step_with_every_response_masked_is_refused():
-    with pytest.raises(ValueError, match="every response was masked out"):
-        roll_advantages(
-            "reinforce_plus_plus",
-            token_level_rewards=torch.zeros(2, 2),
-            response_mask=torch.ones(2, 2),
-            sample_keep=torch.tensor([False, False]),
-            options=RollRLVROptions(max_len_mask=True),
-        )
+def test_a_step_with_every_response_masked_has_nothing_to_learn_from():
+    advantages, returns, final_mask, metrics = roll_advantages(
+        "reinforce_plus_plus",
+        token_level_rewards=torch.ones(2, 2),
+        response_mask=torch.ones(2, 2),
+        sample_keep=torch.tensor([False, False]),
+        options=RollRLVROptions(max_len_mask=True),
+    )
+    assert not final_mask.any() and not advantages.any() and not returns.any()
+    assert metrics["mask/final_mask_sum_eq_0"] == 1.0
