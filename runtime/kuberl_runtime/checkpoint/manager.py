@@ -9,6 +9,7 @@ Layout of one step (all ranks write their own shards):
       extra_state_rank_R.pt   lr schedulers, RNG states, KL controller (per rank)
       data.pt           the prompt sampler's position
       config.json       the resolved run config
+      contents.json     what each module saved (`checkpoint.save_contents`)
     latest_checkpointed_iteration.txt   N, rewritten atomically after the rename
 
 A step is written into `.tmp-global_step_N/`, renamed to `global_step_N/` only when every rank has
@@ -29,8 +30,13 @@ from typing import Any
 import torch
 import torch.distributed.checkpoint as dcp
 from torch import nn
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.checkpoint.state_dict import (
+    get_state_dict,
+    set_model_state_dict,
+    set_optimizer_state_dict,
+)
 
+from kuberl_runtime.checkpoint.contents import Contents, check_loadable, write_contents
 from kuberl_runtime.distributed import RankInfo, barrier
 from kuberl_runtime.faults import maybe_crash
 
@@ -53,10 +59,27 @@ class TrainState:
 
 
 class CheckpointManager:
-    def __init__(self, root: str | Path, ranks: RankInfo, max_to_keep: int | None = None) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        ranks: RankInfo,
+        max_to_keep: int | None = None,
+        contents: dict[str, Contents] | None = None,
+    ) -> None:
         self.root = Path(root)
         self.ranks = ranks
         self.max_to_keep = max_to_keep
+        self.contents = contents or {}
+        """Per module; a module not named saves and loads model, optimizer and extra."""
+
+    def contents_of(self, name: str) -> Contents:
+        return self.contents.get(name, Contents())
+
+    @property
+    def _extra(self) -> Contents:
+        # The per-rank extra state is the run's (schedulers of every module, RNG): the actor's
+        # setting decides it.
+        return self.contents_of("actor")
 
     def step_dir(self, step: int) -> Path:
         return self.root / f"global_step_{step}"
@@ -92,11 +115,14 @@ class CheckpointManager:
             tmp.mkdir(parents=True)
         barrier()
         for name, (model, optimizer) in state.modules.items():
-            model_sd, optim_sd = get_state_dict(model, optimizer)
-            dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(tmp / name))
-        torch.save(state.extra, tmp / f"extra_state_rank_{self.ranks.rank}.pt")
+            payload = self._payload(name, model, optimizer, "save")
+            if payload:
+                dcp.save(payload, checkpoint_id=str(tmp / name))
+        if self._extra.saves("extra"):
+            torch.save(state.extra, tmp / f"extra_state_rank_{self.ranks.rank}.pt")
         if self.ranks.is_main:
             torch.save(state.data, tmp / "data.pt")
+            write_contents(tmp, {name: self.contents_of(name) for name in state.modules})
             if write_main_files is not None:
                 write_main_files(tmp)
         barrier()
@@ -112,25 +138,49 @@ class CheckpointManager:
         return final
 
     def load(self, step_dir: Path, state: TrainState) -> None:
-        """Restore modules and optimizers in place; fills `state.extra` and `state.data`."""
+        """Restore what `load_contents` asks for in place; fills `state.extra` and `state.data`.
+
+        Parts not loaded keep their current values (`state.extra` stays empty without `extra`).
+        """
         for name, (model, optimizer) in state.modules.items():
-            model_sd, optim_sd = get_state_dict(model, optimizer)
-            loaded = {"model": model_sd, "optim": optim_sd}
+            wanted = self.contents_of(name).load
+            check_loadable(step_dir, name, wanted)
+            loaded = self._payload(name, model, optimizer, "load")
+            if not loaded:
+                continue
             dcp.load(loaded, checkpoint_id=str(step_dir / name))
-            set_state_dict(
-                model,
-                optimizer,
-                model_state_dict=loaded["model"],
-                optim_state_dict=loaded["optim"],
-            )
+            if "model" in loaded:
+                set_model_state_dict(model, loaded["model"])
+            if "optim" in loaded:
+                set_optimizer_state_dict(model, optimizer, loaded["optim"])
+        if self._extra.loads("extra"):
+            check_loadable(step_dir, "actor", ["extra"])
+            state.extra = torch.load(self._extra_path(step_dir), weights_only=False)
+        else:
+            state.extra = {}
+        state.data = torch.load(step_dir / "data.pt", weights_only=False)
+
+    def _payload(
+        self, name: str, model: nn.Module, optimizer: torch.optim.Optimizer, mode: str
+    ) -> dict[str, Any]:
+        contents = self.contents_of(name)
+        wants = contents.saves if mode == "save" else contents.loads
+        model_sd, optim_sd = get_state_dict(model, optimizer)
+        payload: dict[str, Any] = {}
+        if wants("model"):
+            payload["model"] = model_sd
+        if wants("optimizer"):
+            payload["optim"] = optim_sd
+        return payload
+
+    def _extra_path(self, step_dir: Path) -> Path:
         extra_path = step_dir / f"extra_state_rank_{self.ranks.rank}.pt"
         if not extra_path.is_file():
             # Resuming on more ranks than wrote the checkpoint: DCP reshards the model and
             # optimizer; the newcomers take rank 0's schedulers and RNG.
             logger.warning("%s missing; using rank 0's extra state", extra_path.name)
             extra_path = step_dir / "extra_state_rank_0.pt"
-        state.extra = torch.load(extra_path, weights_only=False)
-        state.data = torch.load(step_dir / "data.pt", weights_only=False)
+        return extra_path
 
     def _prune(self, keep_step: int) -> None:
         if not self.max_to_keep:

@@ -35,6 +35,8 @@ class ModelSpec:
     lora_alpha: int = 16
     target_modules: str | list[str] = "all-linear"
     exclude_modules: str | list[str] | None = None
+    lora_adapter_path: str | None = None
+    """A saved PEFT adapter to start from instead of a fresh one (`model.lora_adapter_path`)."""
 
 
 def attn_implementation(spec: ModelSpec) -> str:
@@ -121,9 +123,28 @@ def _finish(model: nn.Module, spec: ModelSpec, task_type: str = "CAUSAL_LM") -> 
     if spec.enable_gradient_checkpointing:
         # Non-reentrant checkpointing of every decoder layer (transformers 5.19, as vLLM pins).
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    if spec.lora_rank > 0:
+    if spec.lora_rank > 0 and spec.lora_adapter_path:
+        model = load_lora(model, spec)
+    elif spec.lora_rank > 0:
         model = apply_lora(model, spec, task_type)
     return model
+
+
+def load_lora(model: nn.Module, spec: ModelSpec) -> nn.Module:
+    """The saved adapter at `spec.lora_adapter_path`, trainable; its r and alpha must match."""
+    from peft import PeftConfig, PeftModel
+
+    assert spec.lora_adapter_path
+    saved = PeftConfig.from_pretrained(spec.lora_adapter_path)
+    if (saved.r, saved.lora_alpha) != (spec.lora_rank, spec.lora_alpha):
+        raise ValueError(
+            f"model.lora_adapter_path={spec.lora_adapter_path!r} holds an adapter with r="
+            f"{saved.r}, lora_alpha={saved.lora_alpha}; set model.lora_rank={saved.r} and "
+            f"model.lora_alpha={saved.lora_alpha} to match it"
+        )
+    if spec.enable_gradient_checkpointing:
+        model.enable_input_require_grads()
+    return PeftModel.from_pretrained(model, spec.lora_adapter_path, is_trainable=True)
 
 
 def apply_lora(model: nn.Module, spec: ModelSpec, task_type: str) -> nn.Module:

@@ -34,14 +34,19 @@ def restore_train_state(
     """Load `step_dir` into the components; returns its global step."""
     state = train_state(c, kl_ctrl, 0)
     manager.load(step_dir, state)
-    c.actor.lr_scheduler.load_state_dict(state.extra["actor_lr_scheduler"])
-    if c.critic is not None:
-        c.critic.lr_scheduler.load_state_dict(state.extra["critic_lr_scheduler"])
-    if kl_ctrl is not None and state.extra.get("kl_coef") is not None:
-        kl_ctrl.value = state.extra["kl_coef"]
+    if state.extra:  # load_contents without `extra`: fresh schedulers, RNG and KL coefficient
+        _restore_extra(c, state.extra, kl_ctrl)
     c.sampler.load_state_dict(state.data["sampler"])
-    restore_rng(state.extra["rng"])
     return int(state.data["global_step"])
+
+
+def _restore_extra(c: Components, extra: dict[str, Any], kl_ctrl: Any) -> None:
+    c.actor.lr_scheduler.load_state_dict(extra["actor_lr_scheduler"])
+    if c.critic is not None and "critic_lr_scheduler" in extra:
+        c.critic.lr_scheduler.load_state_dict(extra["critic_lr_scheduler"])
+    if kl_ctrl is not None and extra.get("kl_coef") is not None:
+        kl_ctrl.value = extra["kl_coef"]
+    restore_rng(extra["rng"])
 
 
 def capture_rng() -> dict[str, Any]:

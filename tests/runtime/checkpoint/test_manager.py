@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from kuberl_runtime.checkpoint.contents import CheckpointContentsError, Contents
 from kuberl_runtime.checkpoint.manager import TRACKER_FILE, CheckpointManager, TrainState
 from kuberl_runtime.distributed import RankInfo
 
@@ -76,3 +77,43 @@ def test_latest_step_falls_back_to_newest_complete_directory(tmp_path):
     assert manager.latest_step() == 2
     (tmp_path / TRACKER_FILE).unlink()
     assert manager.latest_step() == 2
+
+
+def _params(state: TrainState) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in state.modules["actor"][0].parameters()]
+
+
+def _exp_avg(state: TrainState) -> torch.Tensor:
+    return state.modules["actor"][1].state_dict()["state"][0]["exp_avg"].clone()
+
+
+def test_save_contents_model_only_writes_no_optimizer_or_extra(tmp_path):
+    only_model = {"actor": Contents(save=("model",), load=("model",))}
+    manager = CheckpointManager(tmp_path, MAIN, contents=only_model)
+    saved = make_state(1)
+    path = manager.save(1, saved)
+    assert not list(path.glob("extra_state_rank_*.pt"))
+    restored = make_state(2)
+    optimizer_before = _exp_avg(restored)
+    manager.load(path, restored)
+    assert all(torch.equal(a, b) for a, b in zip(_params(restored), _params(saved), strict=True))
+    # Not loaded: the optimizer keeps its own state, extra stays empty; data is always loaded.
+    assert torch.equal(_exp_avg(restored), optimizer_before)
+    assert restored.extra == {} and restored.data == {"sampler": {"epoch": 1}}
+    # Asking for the optimizer from a model-only step names both settings.
+    wants_all = CheckpointManager(tmp_path, MAIN)
+    with pytest.raises(CheckpointContentsError, match="load_contents asks for"):
+        wants_all.load(path, make_state(3))
+
+
+def test_load_contents_model_is_a_warm_start_without_the_optimizer(tmp_path):
+    saved = make_state(1)
+    path = CheckpointManager(tmp_path, MAIN).save(1, saved)
+    warm = {"actor": Contents(load=("model",))}
+    restored = make_state(2)
+    optimizer_before = _exp_avg(restored)
+    CheckpointManager(tmp_path, MAIN, contents=warm).load(path, restored)
+    assert all(torch.equal(a, b) for a, b in zip(_params(restored), _params(saved), strict=True))
+    assert torch.equal(_exp_avg(restored), optimizer_before)
+    assert not torch.equal(optimizer_before, _exp_avg(saved))
+    assert restored.extra == {}
