@@ -1,0 +1,84 @@
+"""verl's `dapo` reward manager: the naive manager's scores plus DAPO's overlong penalty.
+
+verl 0.9.1 reads `reward_model.reward_kwargs.overlong_buffer_cfg.{enable, len, penalty_factor,
+log}` and `reward_model.reward_kwargs.max_resp_len`. With the buffer enabled, a response of L valid
+tokens gets min(−(L − (max_resp_len − len)) / len · penalty_factor, 0) added to its score: zero up
+to max_resp_len − len tokens, then falling linearly to −penalty_factor at max_resp_len. Extra
+info: a scorer returning a number is recorded as `acc`; with `log`, `overlong_reward` and
+`overlong` (penalised or not) per response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kuberl_runtime.rewards.errors import RewardError
+from kuberl_runtime.rewards.manager import RewardOutput
+
+
+@dataclass(frozen=True)
+class OverlongBuffer:
+    enable: bool = False
+    len: int = 0
+    penalty_factor: float = 1.0
+    log: bool = False
+
+    def check(self, max_resp_len: int | None) -> None:
+        """verl's constructor checks, as errors that say what to set."""
+        if not self.enable:
+            return
+        if max_resp_len is None:
+            raise RewardError(
+                "reward_model.reward_kwargs.max_resp_len must be set when "
+                "overlong_buffer_cfg.enable is true (verl's DAPO recipe sets it to "
+                "data.max_response_length)"
+            )
+        if self.len <= 0:
+            raise RewardError(
+                f"overlong_buffer_cfg.len must be positive with the penalty on, got {self.len}; "
+                "set enable: false to turn the penalty off"
+            )
+        if max_resp_len < self.len:
+            raise RewardError(
+                f"max_resp_len ({max_resp_len}) must be at least overlong_buffer_cfg.len "
+                f"({self.len})"
+            )
+
+
+def overlong_reward(response_length: int, max_resp_len: int, buffer: OverlongBuffer) -> float:
+    exceed = response_length - (max_resp_len - buffer.len)
+    return min(-exceed / buffer.len * buffer.penalty_factor, 0.0)
+
+
+def dapo_scores(
+    output: RewardOutput,
+    numeric: Sequence[bool],
+    response_lengths: Sequence[int],
+    buffer: OverlongBuffer,
+    max_resp_len: int | None,
+) -> RewardOutput:
+    """The naive manager's output → DAPO's: `acc` for numeric results, then the penalty.
+
+    numeric[i]: the scorer returned a number (not a dict) for response i.
+    """
+    buffer.check(max_resp_len)
+    extra = {key: list(values) for key, values in output.extra_info.items()}
+    if all(numeric):
+        extra["acc"] = list(output.scores)
+    elif not any(numeric):
+        extra["score"] = list(output.scores)  # verl records every key of a dict, score included
+    else:
+        raise RewardError(
+            "the reward function returned numbers for some responses and dicts for others; "
+            "the dapo reward manager needs one kind"
+        )
+    scores = list(output.scores)
+    if buffer.enable:
+        assert max_resp_len is not None
+        penalties = [overlong_reward(n, max_resp_len, buffer) for n in response_lengths]
+        scores = [s + p for s, p in zip(scores, penalties, strict=True)]
+        if buffer.log:
+            extra["overlong_reward"] = penalties
+            extra["overlong"] = [p < 0 for p in penalties]
+    return RewardOutput(scores, extra)
