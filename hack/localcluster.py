@@ -31,6 +31,7 @@ if _HACK_DIR not in sys.path:
 import realnode  # noqa: E402
 from realnode.images import build_images  # noqa: E402
 from testcluster import components as comp  # noqa: E402
+from testcluster import kueue  # noqa: E402
 from testcluster.binaries import (  # noqa: E402
     Binaries,
     BinariesMissingError,
@@ -64,7 +65,7 @@ _ATTEMPTS = 2
 # The kinds the operator serves. RayCronJob sits behind an alpha feature gate that is off; its
 # 0.7 MB CRD would only add seconds to every start-up (each CRD costs the apiserver 2-4 s here).
 KUBERAY_CRDS = ("rayclusters", "rayjobs", "rayservices")
-_DISPOSABLE = ("pki", "etcd", "certs", "kwok", "kubeconfig", "state.json", "state.tmp")
+_DISPOSABLE = ("pki", "etcd", "certs", "kwok", "kueue", "kubeconfig", "state.json", "state.tmp")
 
 
 class Cluster:
@@ -138,6 +139,7 @@ class Cluster:
         self._install_kuberay_crds()
         log.info("KubeRay CRDs established after %.1fs", time.monotonic() - started)
         operator = self.start("ray-operator", comp.ray_operator_argv(binaries, ports, layout))
+        kueue = self._start_kueue()
 
         for name, port, process in (
             ("kube-controller-manager", ports.controller_manager, manager),
@@ -150,10 +152,27 @@ class Cluster:
         wait_until("kwok nodes Ready", self._nodes_ready, kwok, timeout)
         probe = f"http://{comp.LOOPBACK}:{ports.ray_operator_probe}/readyz"
         wait_until("ray-operator /readyz", lambda: http_ok(probe), operator, timeout)
+        kueue_probe = f"http://{comp.LOOPBACK}:{ports.kueue_probe}/readyz"
+        wait_until("kueue /readyz", lambda: http_ok(kueue_probe), kueue, timeout)
 
         self.state.ready = True
         self.state.seconds_to_ready = round(time.monotonic() - started, 2)
         save_state(self.state)
+
+    def _start_kueue(self) -> ProcessRecord:
+        self.kubectl("create", "namespace", kueue.KUEUE_NAMESPACE)
+        cert_dir = self.layout.root / "kueue" / "certs"
+        kueue.write_self_signed_cert(cert_dir)
+        kueue.ensure_metrics_cert()
+        config = kueue.write_config(
+            self.layout.root / "kueue" / "config.yaml",
+            self.ports.kueue_metrics,
+            self.ports.kueue_probe,
+            self.ports.kueue_webhook,
+            cert_dir,
+        )
+        argv = kueue.kueue_argv(self.binaries.kueue, self.layout.kubeconfig, config)
+        return self.start("kueue", argv)
 
     def _apiserver_ready(self) -> bool:
         return self.api.get("/readyz")[0] == 200
@@ -174,10 +193,14 @@ class Cluster:
 
     def _install_kuberay_crds(self) -> None:
         files = [self.binaries.kuberay_crds / f"ray.io_{plural}.yaml" for plural in KUBERAY_CRDS]
+        # Kueue's CRDs go in the same apply, so the apiserver establishes them all in one wait.
+        kueue_files = sorted(self.binaries.kueue_crds.glob("kueue.x-k8s.io_*.yaml"))
+        files += kueue_files
         # Server-side: the CRDs exceed the 256 KiB last-applied annotation client-side apply writes.
         self.kubectl("apply", "--server-side", *(f"--filename={path}" for path in files))
-        for plural in KUBERAY_CRDS:
-            name = f"{plural}.ray.io"
+        names = [f"{plural}.ray.io" for plural in KUBERAY_CRDS]
+        names += [path.stem.split("_", 1)[1] + ".kueue.x-k8s.io" for path in kueue_files]
+        for name in names:
             # Not `kubectl wait`: it errors out on a CRD whose status has no conditions yet.
             wait_until(
                 f"CRD {name} Established",

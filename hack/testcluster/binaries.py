@@ -47,6 +47,8 @@ class Binaries:
     ray_operator: Path
     kuberay_crds: Path
     helm: Path
+    kueue: Path
+    kueue_crds: Path
 
     def missing(self) -> list[Path]:
         return [path for path in vars(self).values() if not path.exists()]
@@ -69,6 +71,8 @@ def resolve_binaries(root: Path | None = None) -> Binaries:
         ray_operator=kuberay / "ray-operator",
         kuberay_crds=kuberay / "crds",
         helm=bin_root / f"helm-{versions['HELM_VERSION']}" / "helm",
+        kueue=bin_root / f"kueue-{versions['KUEUE_VERSION']}" / "kueue",
+        kueue_crds=bin_root / f"kueue-{versions['KUEUE_VERSION']}" / "crds",
     )
 
 

@@ -31,6 +31,9 @@ class Ports:
     scheduler: int
     ray_operator_metrics: int
     ray_operator_probe: int
+    kueue_metrics: int
+    kueue_probe: int
+    kueue_webhook: int
 
 
 def pick_free_ports() -> Ports:
