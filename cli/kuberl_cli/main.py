@@ -10,6 +10,7 @@ COMMANDS = {
     "validate": ("kuberl_cli.validate", "check job manifests or configs; print every problem"),
     "keys": ("kuberl_cli.keys", "list every config key: verl default, fate, where it is read"),
     "crd": ("kuberl_cli.crd", "print the RLTrainingJob CustomResourceDefinition"),
+    "plan": ("kuberl_cli.plan", "per-rank accelerator memory of a job, from a dry run; fit or fix"),
     "train": ("kuberl_cli.train", "run a training job on this machine (one rank per accelerator)"),
     "export": ("kuberl_cli.export", "write a merged Hugging Face model from a checkpoint"),
     "plot": ("kuberl_cli.plot", "redraw a run's learning curves (logs/curves.png)"),

@@ -107,9 +107,10 @@ class Actor:
             for rows in mini_batches:
                 mini = batch.select(rows)
                 for micro_rows in batching.split(mini):
-                    micro = mini.select(micro_rows).to(model_device(self.model))
-                    loss, micro_metrics = self._loss(micro, on_policy)
-                    (loss * (len(micro_rows) / len(rows))).backward()
+                    micro = mini.select(micro_rows)
+                    micro_metrics = self.backward_micro(
+                        micro, len(micro_rows) / len(rows), on_policy
+                    )
                     for key, value in micro_metrics.items():
                         metrics[key].append(float(value))
                 grad_norm, _ = clip_and_step(self.model, self.optimizer, cfg.grad_clip)
@@ -117,6 +118,14 @@ class Actor:
         metrics["actor/lr"].append(self.lr_scheduler.get_last_lr()[0])
         self.lr_scheduler.step()
         return dict(metrics)
+
+    def backward_micro(
+        self, micro: Batch, weight: float, on_policy: bool
+    ) -> dict[str, torch.Tensor]:
+        """Loss of one micro-batch, scaled by its share of the mini-batch, backpropagated."""
+        loss, metrics = self._loss(micro.to(model_device(self.model)), on_policy)
+        (loss * weight).backward()
+        return metrics
 
     def _loss(self, micro: Batch, on_policy: bool) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         cfg = self.cfg

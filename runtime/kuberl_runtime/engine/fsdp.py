@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
 
 from kuberl_api.backend_config.actor import FSDPConfig
@@ -29,8 +30,11 @@ def torch_dtype(name: str) -> torch.dtype:
     return _DTYPES[name]
 
 
-def apply_fsdp(model: nn.Module, fsdp_config: FSDPConfig, device: Device) -> nn.Module:
-    kwargs: dict = {"reshard_after_forward": fsdp_config.reshard_after_forward}
+def apply_fsdp(
+    model: nn.Module, fsdp_config: FSDPConfig, device: Device, mesh: DeviceMesh | None = None
+) -> nn.Module:
+    """`mesh`: FSDP2's default (all ranks, the current device type) when None."""
+    kwargs: dict = {"reshard_after_forward": fsdp_config.reshard_after_forward, "mesh": mesh}
     if device.supports_mixed_precision:
         kwargs["mp_policy"] = MixedPrecisionPolicy(
             param_dtype=torch_dtype(fsdp_config.dtype), reduce_dtype=torch.float32

@@ -18,8 +18,9 @@ from torch import nn
 
 from kuberl_runtime.algorithms import entropy_from_logits
 
-# Rows of the [tokens, vocab] logits turned to fp32 at a time: 1024 × 152k × 4 B ≈ 0.6 GB.
-LOGPROB_CHUNK_ROWS = 1024
+# Rows of the [tokens, vocab] logits turned to fp32 at a time: 512 × 152k × 4 B ≈ 0.3 GB (log-probs
+# and entropy alike; entropy's own default, 2048 rows, holds ~5 GB of fp32 temporaries at 152k).
+LOGPROB_CHUNK_ROWS = 512
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,11 @@ def _forward_padded(model, batch, temperature, calculate_entropy, value_head) ->
     if value_head:
         logits = model(**inputs).logits
         return ForwardOutput(values=logits[:, -length - 1 : -1, 0].float())
-    logits = model(**inputs, logits_to_keep=length + 1).logits[:, :-1]
+    # The L positions before each response token, as indices: contiguous (rows, L, V) logits
+    # (slicing `logits_to_keep=L + 1` output would make the row flattening below copy them).
+    width = batch["input_ids"].shape[1]
+    predictors = torch.arange(width - length - 1, width - 1, device=responses.device)
+    logits = model(**inputs, logits_to_keep=predictors).logits
     return _policy_outputs(_scale(logits, temperature), responses, calculate_entropy)
 
 
@@ -130,7 +135,9 @@ def _policy_outputs(
     logits: torch.Tensor, labels: torch.Tensor, calculate_entropy: bool
 ) -> ForwardOutput:
     log_probs = token_log_probs(logits, labels)
-    entropy = entropy_from_logits(logits) if calculate_entropy else None
+    entropy = (
+        entropy_from_logits(logits, chunk_size=LOGPROB_CHUNK_ROWS) if calculate_entropy else None
+    )
     return ForwardOutput(log_probs=log_probs, entropy=entropy)
 
 

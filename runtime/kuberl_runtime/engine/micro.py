@@ -35,7 +35,8 @@ def forward_in_micro_batches(
     outputs: dict[str, list[torch.Tensor]] = {}
     with torch.no_grad():
         for rows in groups:
-            for key, value in run(batch.select(rows)).items():
+            whole = rows == list(range(len(batch)))  # one micro-batch: no copy of the rows
+            for key, value in run(batch if whole else batch.select(rows)).items():
                 outputs.setdefault(key, []).append(value.cpu())
     order = torch.tensor([row for rows in groups for row in rows])
     inverse = torch.empty_like(order)

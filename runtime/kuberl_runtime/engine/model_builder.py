@@ -89,15 +89,33 @@ def build_causal_lm_empty(spec: ModelSpec, dtype: torch.dtype = torch.float32) -
     Sharded initialisation starts here (every rank shards, then the weights arrive from rank 0);
     the dry run (`kuberl_runtime.dryrun`) builds every size this way.
     """
-    config = load_config(spec)
+    return _empty(AutoModelForCausalLM, spec, dtype, "CAUSAL_LM")
+
+
+def build_value_model_empty(spec: ModelSpec, dtype: torch.dtype = torch.float32) -> nn.Module:
+    """`build_value_model` on the meta device (see `build_causal_lm_empty`)."""
+    return _empty(
+        AutoModelForTokenClassification,
+        spec,
+        dtype,
+        "TOKEN_CLS",
+        num_labels=1,
+        classifier_dropout=0.0,
+    )
+
+
+def _empty(
+    auto: Any, spec: ModelSpec, dtype: torch.dtype, task_type: str, **extra: Any
+) -> nn.Module:
+    config = load_config(spec, **extra)
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(
+        model = auto.from_config(
             config,
             dtype=dtype,
             trust_remote_code=spec.trust_remote_code,
             attn_implementation=config._attn_implementation,
         )
-    return _finish(model, spec)
+    return _finish(model, spec, task_type=task_type)
 
 
 def build_value_model(spec: ModelSpec, dtype: torch.dtype = torch.float32) -> nn.Module:

@@ -58,18 +58,29 @@ def clip_and_step(
     model: nn.Module, optimizer: torch.optim.Optimizer, max_norm: float
 ) -> tuple[float, bool]:
     """Clip gradients to `max_norm` and step; a non-finite norm skips the step (grads dropped)."""
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
-    total = torch.nn.utils.get_total_norm(grads, norm_type=2.0)
-    if isinstance(total, DTensor):
-        total = total.full_tensor()
+    total = grad_norm(model)
     norm = float(total)
     if not math.isfinite(norm):
         logger.warning("grad norm is %s: skipping this optimizer step", norm)
         optimizer.zero_grad(set_to_none=True)
         return norm, False
+    clip_and_step_unchecked(model, optimizer, max_norm, total)
+    return norm, True
+
+
+def grad_norm(model: nn.Module) -> torch.Tensor:
+    """The global L2 norm of the gradients (a world all-reduce for sharded ones)."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    total = torch.nn.utils.get_total_norm(grads, norm_type=2.0)
+    return total.full_tensor() if isinstance(total, DTensor) else total
+
+
+def clip_and_step_unchecked(
+    model: nn.Module, optimizer: torch.optim.Optimizer, max_norm: float, total: torch.Tensor
+) -> None:
+    """Clip to `max_norm` given the norm, step, drop the gradients (the dry run's path too)."""
     torch.nn.utils.clip_grads_with_norm_(
         [p for p in model.parameters() if p.grad is not None], max_norm, total
     )
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return norm, True

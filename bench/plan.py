@@ -1,0 +1,73 @@
+"""The dry-run table: per-rank peak memory, FLOPs per trained token and sync bytes at real sizes.
+
+    .venv/bin/python bench/plan.py [--models Qwen2.5-0.5B Qwen2.5-7B Qwen2.5-32B] [--worlds 8 16 32]
+
+Each cell runs the runtime's own build, FSDP2 sharding, one actor update, the old/ref log-prob
+passes and the weight sync on fake tensors (`kuberl_runtime.dryrun`), in a fresh process (one
+fake process group per process). Shape: GRPO-like, prompt 512 + response 1024, actor micro-batch
+8 rows, log-prob micro-batch 16 rows, gradient checkpointing, fp32 reference, H100. The FLOPs ratio
+divides the update's counted FLOPs by the analytic count (6N per token + LM head on response
+tokens + full-square attention, + one recompute forward for checkpointing). Only prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+CELL = """
+import json, sys
+from kuberl_runtime.dryrun import DryRunInput, check_fit, model_config, run_dry
+name, world = sys.argv[1], int(sys.argv[2])
+cfg = model_config(name)
+spec = DryRunInput(model_config=cfg, world_size=world, prompt_length=512, response_length=1024,
+                   micro_batch_rows=8, log_prob_micro_batch_rows=16)
+r = run_dry(spec)
+rows, seq, resp = spec.micro_batch_rows, 1536, 1024
+h, layers, vocab = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
+embed = vocab * h * (1 if cfg["tie_word_embeddings"] else 2)
+linear = 2 * (r.parameters - embed) * rows * seq
+head = 2 * vocab * h * rows * resp
+heads_dim = cfg["num_attention_heads"] * cfg.get("head_dim", h // cfg["num_attention_heads"])
+attention = 4 * layers * heads_dim * seq * seq * rows
+analytic = 3 * (linear + head + attention) + (linear + attention)
+update = r.phase("update_actor")
+print(json.dumps({
+    "model": name, "world": world, "params_B": round(r.parameters / 1e9, 2),
+    "static_GiB": round(r.static_bytes / 2**30, 2),
+    **{p.name + "_GiB": round(p.peak_bytes / 2**30, 2) for p in r.phases},
+    "flops_per_token_G": round(update.flops / update.tokens / 1e9, 1),
+    "flops_ratio": round(update.flops / analytic, 3),
+    "sync_GiB": round(r.phase("weight_sync").collective_bytes / 2**30, 2),
+    "fits_H100": check_fit(r).fits,
+}))
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument(
+        "--models", nargs="+", default=["Qwen2.5-0.5B", "Qwen2.5-7B", "Qwen2.5-32B"]
+    )
+    parser.add_argument("--worlds", nargs="+", type=int, default=[8, 16, 32])
+    args = parser.parse_args()
+    for model in args.models:
+        for world in args.worlds:
+            out = subprocess.run(
+                [sys.executable, "-c", CELL, model, str(world)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+            if out.returncode or not lines:
+                print(json.dumps({"model": model, "world": world, "error": out.stderr[-500:]}))
+            else:
+                print(lines[-1], flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

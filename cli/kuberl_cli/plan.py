@@ -1,0 +1,43 @@
+"""``kuberl plan JOB.yaml``: per-rank, per-phase accelerator memory of a job, from a dry run.
+
+The runtime's own model build, FSDP2 sharding and passes run on fake tensors over a fake process
+group of the job's world size (`kuberl_runtime.dryrun`); no weights, no accelerator. The model's
+dimensions come from `config.json` at the job's model path when readable here, else from
+`--model-config` (a config.json, a model directory, or a known shape such as Qwen2.5-7B).
+Exit status 1 when the job does not fit, with what to change.
+"""
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from kuberl_runtime.dryrun.shapes import ACCELERATORS, MODEL_SHAPES
+
+    parser.add_argument("job", metavar="JOB", help="RLTrainingJob manifest or verl config YAML")
+    parser.add_argument(
+        "--model-config",
+        help=f"config.json, model directory, or a known shape ({', '.join(MODEL_SHAPES)})",
+    )
+    parser.add_argument(
+        "--accelerator", choices=sorted(ACCELERATORS), default="H100", help="default: H100"
+    )
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from kuberl_runtime.config import load_run_config
+    from kuberl_runtime.dryrun import check_fit, format_report, model_config, run_dry
+    from kuberl_runtime.dryrun.from_plan import dry_run_input
+
+    plan = load_run_config(args.job, args.set).plan
+    try:
+        config = model_config(args.model_config or plan.model.path)
+    except FileNotFoundError as err:
+        print(f"{args.job}: {err}", file=sys.stderr)
+        return 2
+    report = run_dry(dry_run_input(plan, config, args.accelerator))
+    print(format_report(report))
+    return 0 if check_fit(report).fits else 1

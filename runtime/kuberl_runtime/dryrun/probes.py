@@ -1,0 +1,73 @@
+"""What the dry run counts: collective bytes per rank, and attention FLOPs on CPU kernels.
+
+`FlopCounterMode` has formulas for the CUDA attention kernels but counts 0 for the CPU flash
+kernel the fake tensors dispatch to; `FLOP_FORMULAS` registers torch's own SDPA formulas for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.distributed._tools.fake_collectives import collective_ops
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
+
+
+def _cpu_sdpa(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
+    return sdpa_flop_count(query_shape, key_shape, value_shape)
+
+
+def _cpu_sdpa_backward(grad_shape, query_shape, key_shape, value_shape, *args, **kwargs) -> int:
+    kwargs.pop("out_shape", None)
+    return sdpa_backward_flop_count(grad_shape, query_shape, key_shape, value_shape)
+
+
+_aten = torch.ops.aten
+FLOP_FORMULAS = {
+    _aten._scaled_dot_product_flash_attention_for_cpu: _cpu_sdpa,
+    _aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_sdpa_backward,
+}
+
+
+class CollectiveBytes(TorchDispatchMode):
+    """Bytes through this rank's collectives: the full (unsharded) side of each one.
+
+    All-gather: what arrives; reduce-scatter: what is reduced; all-reduce/broadcast: the tensor.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bytes = 0
+        self.calls = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func in collective_ops and "wait_tensor" not in str(func):
+            self.calls += 1
+            tensors = [
+                t for t in tree_flatten((args, kwargs, out))[0] if isinstance(t, torch.Tensor)
+            ]
+            self.bytes += max((t.numel() * t.element_size() for t in tensors), default=0)
+        return out
+
+
+class LargestAllocation(TorchDispatchMode):
+    """The largest tensor any op returns, overall and in fp32 (bytes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+        self.largest_fp32 = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor):
+                size = t.numel() * t.element_size()
+                self.largest = max(self.largest, size)
+                if t.dtype == torch.float32:
+                    self.largest_fp32 = max(self.largest_fp32, size)
+        return out

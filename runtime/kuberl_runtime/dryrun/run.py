@@ -1,0 +1,299 @@
+"""Execute the runtime's GPU path on fake tensors at one world size and measure each phase."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+from torch.testing._internal.distributed.fake_pg import FakeStore
+from torch.utils.flop_counter import FlopCounterMode
+
+from kuberl_api.backend_config.actor import ActorConfig, FSDPConfig
+from kuberl_runtime.device import Device
+from kuberl_runtime.dryrun.probes import FLOP_FORMULAS, CollectiveBytes, LargestAllocation
+from kuberl_runtime.engine.actor import Actor, ActorSettings
+from kuberl_runtime.engine.fsdp import apply_fsdp, torch_dtype
+from kuberl_runtime.engine.init import load_from_rank0
+from kuberl_runtime.engine.micro import MicroBatching
+from kuberl_runtime.engine.model_builder import ModelSpec, build_causal_lm_empty
+from kuberl_runtime.engine.optim import clip_and_step_unchecked, grad_norm
+from kuberl_runtime.rollout.vllm import DEFAULT_BUCKET_BYTES, buckets
+from kuberl_runtime.trainer.batch import Batch
+
+GiB = 1 << 30
+CPU = torch.device("cpu")  # fake tensors: no storage; stands for the accelerator
+
+
+@dataclass(frozen=True)
+class DryRunInput:
+    """What the dry run needs from a job (later filled from the frozen run plan)."""
+
+    model_config: dict[str, Any]
+    world_size: int
+    prompt_length: int
+    response_length: int
+    micro_batch_rows: int  # actor.ppo_micro_batch_size_per_gpu
+    log_prob_micro_batch_rows: int  # rollout.log_prob_micro_batch_size_per_gpu
+    ref_micro_batch_rows: int | None = None  # ref.log_prob_micro_batch_size_per_gpu
+    gradient_checkpointing: bool = True
+    needs_reference: bool = True
+    param_dtype: str = "bf16"  # fsdp_config.dtype: the compute (all-gathered) dtype
+    actor_dtype: str = "fp32"  # fsdp_config.model_dtype: the actor's master weights
+    ref_dtype: str = "fp32"  # ref.fsdp_config.model_dtype
+    rollout_dtype: str = "bf16"
+    gpu_memory_utilization: float = 0.5
+    accelerator: str = "H100"
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    name: str
+    peak_bytes: int
+    flops: int
+    collective_bytes: int
+    tokens: int = 0
+    largest_bytes: int = 0  # the largest single tensor allocated
+    largest_fp32_bytes: int = 0
+
+
+@dataclass
+class DryRunReport:
+    input: DryRunInput
+    parameters: int
+    static_bytes: int  # per rank after the update: sharded params, optimizer state, reference
+    phases: list[PhaseResult] = field(default_factory=list)
+
+    def phase(self, name: str) -> PhaseResult:
+        return next(p for p in self.phases if p.name == name)
+
+
+def run_dry(spec: DryRunInput) -> DryRunReport:
+    """Every phase on rank 0 of a fake world of `spec.world_size` ranks."""
+    with _fake_world(spec.world_size) as mesh, tempfile.TemporaryDirectory() as tmp:
+        model_spec = _model_spec(spec, Path(tmp))
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return _run_phases(spec, model_spec, mesh)
+
+
+@contextlib.contextmanager
+def _fake_world(world_size: int) -> Iterator[DeviceMesh]:
+    if dist.is_initialized():
+        raise RuntimeError("the dry run needs a process without a process group of its own")
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world_size)
+    try:
+        yield init_device_mesh("cpu", (world_size,))
+    finally:
+        dist.destroy_process_group()
+
+
+def _model_spec(spec: DryRunInput, tmp: Path) -> ModelSpec:
+    import json
+
+    (tmp / "config.json").write_text(json.dumps(spec.model_config))
+    return ModelSpec(path=str(tmp), enable_gradient_checkpointing=spec.gradient_checkpointing)
+
+
+def _run_phases(spec: DryRunInput, model_spec: ModelSpec, mesh: DeviceMesh) -> DryRunReport:
+    gpu = Device("cuda")  # the precision/offload decisions of a GPU run; storage stays fake
+    fsdp = FSDPConfig(dtype=spec.param_dtype)
+    phases: list[PhaseResult] = []
+    model = apply_fsdp(
+        build_causal_lm_empty(model_spec, torch_dtype(spec.actor_dtype)), fsdp, gpu, mesh
+    )
+    parameters = sum(p.numel() for p in model.parameters())  # DTensor numel: the global one
+    host = _host_state_dict(model_spec)  # rank 0's checkpoint read, in host memory: not tracked
+    phases.append(_measure_init(model, host))
+    ref = None
+    if spec.needs_reference:
+        ref_spec = ModelSpec(path=model_spec.path)
+        ref = _sharded(ref_spec, fsdp, gpu, mesh, torch_dtype(spec.ref_dtype)).requires_grad_(False)
+    actor = Actor(model, _actor_config(spec), _settings(spec), ref_model=ref)
+    ref_bytes = _local_bytes(ref) if ref is not None else 0
+    update_batch = _batch(spec, spec.micro_batch_rows, with_targets=True)
+
+    def update() -> None:
+        model.train()
+        actor.backward_micro(update_batch, 1.0, on_policy=True)
+        clip_and_step_unchecked(model, actor.optimizer, 1.0, grad_norm(model))
+
+    # The update first: from then on the optimizer state is resident, as in every later step.
+    update_tokens = _tokens(spec, spec.micro_batch_rows)
+    phases.append(
+        _measure("update_actor", model, actor.optimizer, update, update_tokens, ref_bytes)
+    )
+    log_prob_batch = _batch(spec, spec.log_prob_micro_batch_rows)
+    phases.append(
+        _measure(
+            "old_log_prob",
+            model,
+            actor.optimizer,
+            lambda: actor.compute_log_prob(log_prob_batch, MicroBatching(), calculate_entropy=True),
+            _tokens(spec, spec.log_prob_micro_batch_rows),
+            ref_bytes,
+        )
+    )
+    actor_bytes = _local_bytes(model) + _optimizer_bytes(actor.optimizer)
+    if ref is not None:
+        ref_rows = spec.ref_micro_batch_rows or spec.log_prob_micro_batch_rows
+        ref_batch = _batch(spec, ref_rows)
+        phases.append(
+            _measure(
+                "ref_log_prob",
+                ref,
+                None,
+                lambda: actor.compute_ref_log_prob(ref_batch, MicroBatching()),
+                _tokens(spec, ref_rows),
+                actor_bytes,
+            )
+        )
+    sync = _measure("weight_sync", model, actor.optimizer, lambda: _sync(model, spec), 0, ref_bytes)
+    phases.append(sync)
+    static = actor_bytes + ref_bytes
+    return DryRunReport(spec, parameters, static, phases)
+
+
+def _sharded(
+    spec: ModelSpec, fsdp: FSDPConfig, device: Device, mesh: DeviceMesh, dtype: torch.dtype
+) -> nn.Module:
+    model = apply_fsdp(build_causal_lm_empty(spec, dtype), fsdp, device, mesh)
+    return model.to_empty(device=CPU)
+
+
+def _host_state_dict(spec: ModelSpec) -> dict[str, torch.Tensor]:
+    return build_causal_lm_empty(spec).to_empty(device=CPU).state_dict()
+
+
+def _measure(
+    name: str,
+    model: nn.Module,
+    optimizer: Any,
+    fn: Callable[[], Any],
+    tokens: int,
+    resident: int,
+) -> PhaseResult:
+    """Peak of `fn` over `model` (+ its optimizer), plus `resident` bytes of the other models.
+
+    FLOPs are counted in a second run of `fn`: the counter's module hooks keep activations alive
+    for backward and would inflate the measured peak.
+    """
+    tracker = FSDPMemTracker(model, optimizer)
+    comms, largest = CollectiveBytes(), LargestAllocation()
+    with tracker, comms, largest:
+        fn()
+    peak = max(snap["Total"] for snap in tracker.get_tracker_snapshot("peak").values())
+    flops = FlopCounterMode(display=False, custom_mapping=FLOP_FORMULAS)
+    with flops:
+        fn()
+    return PhaseResult(
+        name,
+        int(peak) + resident,
+        flops.get_total_flops(),
+        comms.bytes,
+        tokens,
+        largest.largest,
+        largest.largest_fp32,
+    )
+
+
+def _measure_init(model: nn.Module, host: dict[str, torch.Tensor]) -> PhaseResult:
+    """Sharded init. No module runs, so the tracker samples no peak inside it: the peak is the
+    resident shards it leaves plus the largest transient tensor (one broadcast buffer), which is
+    exactly what is alive at the worst moment of the one-tensor-at-a-time loop."""
+    tracker, comms, largest = FSDPMemTracker(model), CollectiveBytes(), LargestAllocation()
+    with tracker, comms, largest:
+        load_from_rank0(model, host, CPU)
+    resident = max(snap["Total"] for snap in tracker.get_tracker_snapshot("current").values())
+    return PhaseResult(
+        "init",
+        int(resident) + largest.largest,
+        0,
+        comms.bytes,
+        0,
+        largest.largest,
+        largest.largest_fp32,
+    )
+
+
+def _sync(model: nn.Module, spec: DryRunInput) -> None:
+    """The runtime's sync stream: full tensors, cast and bucketed as the vLLM rollout does."""
+    from torch.distributed.tensor import DTensor
+
+    stream = (
+        (n, t.full_tensor() if isinstance(t, DTensor) else t) for n, t in model.state_dict().items()
+    )
+    for bucket in buckets(
+        stream, DEFAULT_BUCKET_BYTES, torch_dtype(spec.rollout_dtype), torch.device("cpu")
+    ):
+        del bucket
+
+
+def _local_bytes(model: nn.Module) -> int:
+    from torch.distributed.tensor import DTensor
+
+    total = 0
+    for p in model.parameters():
+        local = p.to_local() if isinstance(p, DTensor) else p
+        total += local.numel() * local.element_size()
+    return total
+
+
+def _optimizer_bytes(optimizer: torch.optim.Optimizer) -> int:
+    from torch.distributed.tensor import DTensor
+
+    total = 0
+    for state in optimizer.state.values():
+        for value in state.values():
+            if isinstance(value, torch.Tensor) and value.dim() > 0:
+                local = value.to_local() if isinstance(value, DTensor) else value
+                total += local.numel() * local.element_size()
+    return total
+
+
+def _actor_config(spec: DryRunInput) -> ActorConfig:
+    return ActorConfig(
+        ppo_mini_batch_size=spec.world_size,
+        ppo_micro_batch_size_per_gpu=spec.micro_batch_rows,
+        use_kl_loss=spec.needs_reference,
+    )
+
+
+def _settings(spec: DryRunInput) -> ActorSettings:
+    return ActorSettings(
+        temperature=1.0,
+        use_remove_padding=False,
+        rollout_n=1,
+        world_size=spec.world_size,
+        total_training_steps=1,
+    )
+
+
+def _tokens(spec: DryRunInput, rows: int) -> int:
+    return rows * (spec.prompt_length + spec.response_length)
+
+
+def _batch(spec: DryRunInput, rows: int, with_targets: bool = False) -> Batch:
+    """Full-length rows (prompt + response, no padding): the worst case of a micro-batch."""
+    width = spec.prompt_length + spec.response_length
+    vocab = int(spec.model_config["vocab_size"])
+    tensors = {
+        "input_ids": torch.zeros(rows, width, dtype=torch.long),
+        "attention_mask": torch.ones(rows, width, dtype=torch.long),
+        "position_ids": torch.arange(width).expand(rows, width).contiguous(),
+        "responses": torch.zeros(rows, spec.response_length, dtype=torch.long) % vocab,
+        "response_mask": torch.ones(rows, spec.response_length, dtype=torch.long),
+    }
+    if with_targets:
+        shape = (rows, spec.response_length)
+        tensors["advantages"] = torch.zeros(shape)
+        tensors["ref_log_prob"] = torch.zeros(shape)
+    return Batch(tensors)

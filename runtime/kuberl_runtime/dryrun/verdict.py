@@ -1,0 +1,117 @@
+"""Does a dry-run report fit the accelerator, and if not, what to change."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kuberl_runtime.dryrun.run import DryRunReport, GiB
+from kuberl_runtime.dryrun.shapes import ACCELERATORS
+
+# Beyond what the dry run tracks: the CUDA/HCCL context, collective buffers, and what vLLM keeps
+# on the device while asleep. An allowance, not a measurement.
+OVERHEAD_GIB = 3.0
+# The share of the device the trainer may plan to fill: the caching allocator fragments.
+HEADROOM = 0.9
+_KNOBS = {
+    "update_actor": "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "old_log_prob": "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+    "ref_log_prob": "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+}
+
+
+@dataclass(frozen=True)
+class FitVerdict:
+    fits: bool
+    capacity_gib: float
+    train_peak_gib: float  # the largest phase, plus the overhead
+    rollout_gib: float  # trainer's resident state + vLLM's share while generating
+    problems: list[str]
+
+    @property
+    def message(self) -> str:
+        if self.fits:
+            return (
+                f"fits: training peak {self.train_peak_gib:.1f} GiB and rollout "
+                f"{self.rollout_gib:.1f} GiB of {self.capacity_gib:.1f} GiB per device"
+            )
+        return "does not fit:\n" + "\n".join(f"  - {p}" for p in self.problems)
+
+
+def check_fit(report: DryRunReport) -> FitVerdict:
+    spec = report.input
+    capacity = ACCELERATORS[spec.accelerator]
+    budget = capacity * HEADROOM
+    problems: list[str] = []
+    peak_phase = max(report.phases, key=lambda p: p.peak_bytes)
+    train_peak = peak_phase.peak_bytes / GiB + OVERHEAD_GIB
+    static = report.static_bytes / GiB
+    if train_peak > budget:
+        problems.append(_training_advice(report, peak_phase.name, budget))
+    rollout = static + spec.gpu_memory_utilization * capacity + OVERHEAD_GIB
+    if rollout > capacity:
+        room = (capacity - static - OVERHEAD_GIB) / capacity
+        problems.append(
+            f"while generating, the trainer keeps {static:.1f} GiB per device and vLLM takes "
+            f"gpu_memory_utilization={spec.gpu_memory_utilization} of {capacity:.1f} GiB: lower "
+            f"actor_rollout_ref.rollout.gpu_memory_utilization to {max(room, 0):.2f} or less, "
+            f"or use more devices (the static state is sharded over all {spec.world_size})"
+        )
+    return FitVerdict(not problems, capacity, train_peak, rollout, problems)
+
+
+def _training_advice(report: DryRunReport, phase: str, budget: float) -> str:
+    spec = report.input
+    peak = report.phase(phase).peak_bytes / GiB + OVERHEAD_GIB
+    static = report.static_bytes / GiB + OVERHEAD_GIB
+    text = (
+        f"phase {phase} peaks at {peak:.1f} GiB per device, over {budget:.1f} GiB "
+        f"({HEADROOM:.0%} of {ACCELERATORS[spec.accelerator]:.1f} GiB on {spec.accelerator})"
+    )
+    if static >= budget or phase not in _KNOBS:
+        return text + (
+            f"; the sharded model and optimizer alone take {static:.1f} GiB: use more devices "
+            f"(world {spec.world_size} → {spec.world_size * 2}) or an accelerator with more memory"
+        )
+    rows = _rows(spec, phase)
+    per_row = (peak - static) / max(rows, 1)
+    fitting = max(0, math.floor((budget - static) / per_row)) if per_row > 0 else rows
+    fixes = []
+    if fitting >= 1:
+        fixes.append(f"lower {_KNOBS[phase]} from {rows} to {fitting}")
+    else:
+        fixes.append("one row does not fit: shorten prompt + response, or use more devices")
+    if phase == "update_actor" and not spec.gradient_checkpointing:
+        fixes.append("set actor_rollout_ref.model.enable_gradient_checkpointing=true")
+    fixes.append(
+        "or use_dynamic_bsz with a token budget of about "
+        f"{max(fitting, 1) * (spec.prompt_length + spec.response_length)} tokens per device"
+    )
+    return text + ": " + "; ".join(fixes)
+
+
+def _rows(spec, phase: str) -> int:
+    if phase == "update_actor":
+        return spec.micro_batch_rows
+    if phase == "ref_log_prob":
+        return spec.ref_micro_batch_rows or spec.log_prob_micro_batch_rows
+    return spec.log_prob_micro_batch_rows
+
+
+def format_report(report: DryRunReport) -> str:
+    spec = report.input
+    lines = [
+        f"model {report.parameters / 1e9:.2f}B parameters, world {spec.world_size}, "
+        f"{spec.accelerator} ({ACCELERATORS[spec.accelerator]:.1f} GiB), "
+        f"prompt {spec.prompt_length} + response {spec.response_length}",
+        f"resident per rank (sharded params, optimizer, reference): "
+        f"{report.static_bytes / GiB:.2f} GiB",
+        f"{'phase':<14}{'peak GiB/rank':>14}{'TFLOP/rank':>12}{'collective GiB':>16}",
+    ]
+    for p in report.phases:
+        lines.append(
+            f"{p.name:<14}{p.peak_bytes / GiB:>14.2f}{p.flops / 1e12:>12.1f}"
+            f"{p.collective_bytes / GiB:>16.2f}"
+        )
+    lines.append(check_fit(report).message)
+    return "\n".join(lines)
