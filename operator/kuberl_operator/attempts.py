@@ -28,7 +28,7 @@ from kuberl_operator.failures import (
     classify_ray_failure,
     retry_verdict,
 )
-from kuberl_operator.gang import schedule_head_with_workers
+from kuberl_operator.gang import gang_objects, schedule_head_with_workers
 from kuberl_operator.hostnet_head import head_ports, host_network_dashboard
 from kuberl_operator.kube import Kube
 from kuberl_operator.metrics import Metrics
@@ -194,6 +194,8 @@ class AttemptDriver:
         body = build_raycluster(state.ref, state.spec, attempt.index, self.config.default_image)
         schedule_head_with_workers(body, state.spec)
         kueue.queue_raycluster(body, state.spec)
+        for obj in gang_objects(body, state.spec, state.ref.owner_reference()):
+            self.kube.create(obj)
         self.kube.create(body)
         state.condition(cond.CLUSTER_READY, False, "PodsProvisioning", "RayCluster created")
         if kueue.managed(body):

@@ -94,13 +94,16 @@ def test_an_unqueued_job_is_not_suspended(harness):
     assert harness.condition("Queued") is None
 
 
-def test_the_head_is_scheduled_like_the_workers(harness):
+def test_the_head_is_scheduled_like_the_workers_and_volcano_gets_a_podgroup(harness):
     harness.set_spec({"spec.workerPools[0].schedulerName": "volcano"})
     harness.reconcile()
     rc = harness.kube.rayclusters["grpo-a1"]
     assert rc["spec"]["headGroupSpec"]["template"]["spec"]["schedulerName"] == "volcano"
     worker = rc["spec"]["workerGroupSpecs"][0]["template"]["spec"]
     assert worker["schedulerName"] == "volcano"
+    # Volcano schedules the pools: the gang's PodGroup exists before the RayCluster's pods.
+    created = harness.kube.created
+    assert created.index(("PodGroup", "grpo-a1-pg")) < created.index(("RayCluster", "grpo-a1"))
 
 
 def test_a_priority_without_a_queue_is_refused(harness):
