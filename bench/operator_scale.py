@@ -265,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--threads", type=int, default=8, help="concurrent create calls")
     parser.add_argument("--kubeconfig", help="a running cluster's (default: start one)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per side")
+    parser.add_argument("--out", type=Path, help="also write the command and figures here")
     args = parser.parse_args(argv)
     import localcluster
     from kubernetes import config
@@ -289,8 +291,14 @@ def main(argv: list[str] | None = None) -> int:
                  lambda: None)  # fmt: skip
         ours = stack.enter_context(namespace(kube_api, "kuberl"))
         operator = stack.enter_context(operator_process(kubeconfig, ours))
-        kuberl, kuberay = run(kube_api, ours, args.n, operator.pid, kuberay_pid, args.threads)
+        kuberl, kuberay = run(kube_api, ours, args.n, operator.pid, kuberay_pid, args.threads,
+                              args.timeout)  # fmt: skip
         print(report(kuberl, kuberay))
+        if args.out:
+            command = " ".join(["python bench/operator_scale.py", *(argv or sys.argv[1:])])
+            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            args.out.write_text(f"$ {command}\n# {when}, {os.cpu_count()} CPUs\n"
+                                f"{report(kuberl, kuberay)}\n")  # fmt: skip
     return 0
 
 
@@ -318,7 +326,10 @@ def operator_process(kubeconfig: str, namespace: str) -> Iterator[subprocess.Pop
         yield process
     finally:
         process.terminate()
-        process.wait(timeout=30)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()  # figures are taken; a slow shutdown must not lose them
         print(f"operator log: {log.name}")
 
 
