@@ -22,6 +22,7 @@ then wake the KV cache just before generating and sleep right after.
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import logging
 import os
@@ -173,6 +174,15 @@ def buckets(
         yield bucket
 
 
+def release_cached_memory() -> None:
+    """Hand the caching allocator's free blocks back to the device (`torch.accelerator`: CUDA and
+    NPU alike) before vLLM re-allocates its weights or KV cache: after a training step the cache
+    still holds the update's peak, and vLLM's wake-up allocates outside torch's cache."""
+    gc.collect()
+    if torch.accelerator.is_available():
+        torch.accelerator.empty_cache()
+
+
 def load_weights_on_worker(worker: Any, weights: list[tuple[str, torch.Tensor]]) -> None:
     """Runs inside vLLM's worker through `LLM.collective_rpc` (in-process: external launcher)."""
     worker.model_runner.model.load_weights(weights=weights)
@@ -250,6 +260,7 @@ class VLLMRollout:
 
     def _wake(self, part: str) -> None:
         if self.free_cache_engine and part not in self._awake:
+            release_cached_memory()
             self.llm.wake_up(tags=WEIGHTS_TAGS if part == "weights" else CACHE_TAGS)
             self._awake.add(part)
 
