@@ -12,6 +12,7 @@ from kuberl_api.job import Attempt, RayClusterStatus, RayJobStatus
 from kuberl_operator import conditions as cond
 from kuberl_operator import kueue
 from kuberl_operator.builders import build_raycluster, build_runtime_rbac, build_submission
+from kuberl_operator.builders.network import build_network_policy, build_token_secret
 from kuberl_operator.cluster_health import cluster_health
 from kuberl_operator.config import OperatorConfig
 from kuberl_operator.deadlines import (
@@ -33,12 +34,14 @@ from kuberl_operator.hostnet_head import head_ports, host_network_dashboard
 from kuberl_operator.kube import Kube
 from kuberl_operator.metrics import Metrics
 from kuberl_operator.names import head_service_url, raycluster_name, submission_id
+from kuberl_operator.ray_auth import RayAuth
 from kuberl_operator.ray_jobs import DashboardUnavailable, RayJobsClient, SubmissionRejected
 from kuberl_operator.state import JobState
 
 log = logging.getLogger(__name__)
 
-RayClientFactory = Callable[[str], RayJobsClient]
+# (dashboard URL, the head's token) -> a Jobs API client
+RayClientFactory = Callable[[str, str], RayJobsClient]
 
 
 class AttemptDriver:
@@ -53,13 +56,14 @@ class AttemptDriver:
         self.config = config
         self.metrics = metrics
         self.ray_client = ray_client
+        self.ray_auth = RayAuth.load(config.ray_token_key_file, config.dashboard_token_file)
         self._unreachable_since: dict[str, datetime] = {}
         self._first_step_seen: set[str] = set()
         self.step_clock = StepClock(ProgressSettings(config.progress_deadline_floor))
 
     def _client(self, state: JobState, attempt: Attempt) -> RayJobsClient:
         url = self.dashboard_url(state, attempt.ray_cluster or "")
-        return self.ray_client(url)
+        return self.ray_client(url, self.ray_auth.token_for(state.ref))
 
     def dashboard_url(self, state: JobState, cluster: str) -> str:
         if self.config.dashboard_url_override:
@@ -191,6 +195,9 @@ class AttemptDriver:
                 self.kube.delete_raycluster(namespace, stale["metadata"]["name"])
         for obj in build_runtime_rbac(state.ref):
             self.kube.create(obj)
+        token = self.ray_auth.secret_token(state.ref)
+        self.kube.create(build_token_secret(state.ref, token))
+        self.kube.create(build_network_policy(state.ref, self.config.operator_namespace))
         body = build_raycluster(state.ref, state.spec, attempt.index, self.config.default_image)
         schedule_head_with_workers(body, state.spec)
         kueue.queue_raycluster(body, state.spec)

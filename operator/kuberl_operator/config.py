@@ -21,6 +21,16 @@ class OperatorConfig:
     """Point every job's Ray dashboard at this URL (tests: a local Ray head)."""
     runtime_kubeconfig: str | None = None
     """Kubeconfig path handed to the runtime when it does not run in a pod (tests only)."""
+    dashboard_token_file: str | None = None
+    """With dashboard_url_override: the token of that one head (tests: a local Ray head)."""
+    ray_token_key_file: str | None = None
+    """Key every job's Ray token is derived from (the chart mounts one from its Secret)."""
+    operator_namespace: str | None = None
+    """Where the operator's pod runs: the only namespace the heads' NetworkPolicy admits it from."""
+    allow_host_path: bool = False
+    """Jobs may mount hostPath volumes (spec.storage.*.hostPath)."""
+    allow_secret_env: bool = False
+    """Jobs may reference Secrets in env (valueFrom.secretKeyRef)."""
     dashboard_grace_seconds: float = 120.0
     """How long an unreachable dashboard is tolerated before the attempt is failed."""
     progress_deadline_floor: float = 900.0
@@ -71,6 +81,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="use this Ray dashboard URL for every job (tests: a local Ray head)",
     )
     parser.add_argument(
+        "--dashboard-token-file",
+        default=_env("KUBERL_DASHBOARD_TOKEN_FILE"),
+        help="file holding the token of the --dashboard-url-override head",
+    )
+    parser.add_argument(
+        "--ray-token-key-file",
+        default=_env("KUBERL_RAY_TOKEN_KEY_FILE"),
+        help="key (32+ bytes) the Ray heads' tokens are derived from; the chart mounts one",
+    )
+    parser.add_argument(
+        "--operator-namespace",
+        default=_env("KUBERL_OPERATOR_NAMESPACE"),
+        help="the operator pod's namespace, admitted by each job's NetworkPolicy",
+    )
+    parser.add_argument(
+        "--allow-host-path",
+        action="store_true",
+        default=_env("KUBERL_ALLOW_HOST_PATH", "false") == "true",
+        help="let jobs mount hostPath volumes (off: KubeRay would create them for any job author)",
+    )
+    parser.add_argument(
+        "--allow-secret-env",
+        action="store_true",
+        default=_env("KUBERL_ALLOW_SECRET_ENV", "false") == "true",
+        help="let jobs reference Secrets of their namespace in env (valueFrom.secretKeyRef)",
+    )
+    parser.add_argument(
         "--runtime-kubeconfig",
         default=_env("KUBERL_RUNTIME_KUBECONFIG"),
         help="kubeconfig path passed to runtimes outside a pod (tests only)",
@@ -118,6 +155,11 @@ def from_args(args: argparse.Namespace) -> OperatorConfig:
         backoff_max=args.backoff_max,
         dashboard_url_override=args.dashboard_url_override,
         runtime_kubeconfig=args.runtime_kubeconfig,
+        dashboard_token_file=args.dashboard_token_file,
+        ray_token_key_file=args.ray_token_key_file,
+        operator_namespace=args.operator_namespace,
+        allow_host_path=args.allow_host_path,
+        allow_secret_env=args.allow_secret_env,
         dashboard_grace_seconds=args.dashboard_grace_seconds,
         progress_deadline_floor=args.progress_deadline_floor,
         metrics_port=args.metrics_port,

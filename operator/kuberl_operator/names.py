@@ -1,7 +1,8 @@
 """Deterministic names of everything one job owns, so a restarted operator finds, not duplicates.
 
 RayCluster ``<job>-a<N>`` and submission id ``<job>-<N>`` for attempt N; the runtime's
-ServiceAccount, Role and RoleBinding share ``<job>-runtime``.
+ServiceAccount, Role and RoleBinding share ``<job>-runtime``; the head's token Secret is
+``<job>-ray-token`` and its NetworkPolicy ``<job>-ray``.
 """
 
 import hashlib
@@ -35,6 +36,14 @@ def submission_id(job: str, attempt: int) -> str:
 
 def runtime_account_name(job: str) -> str:
     return _shorten(job, 245) + "-runtime"
+
+
+def ray_token_secret_name(job: str) -> str:
+    return _shorten(job, 242) + "-ray-token"
+
+
+def network_policy_name(job: str) -> str:
+    return _shorten(job, 245) + "-ray"
 
 
 def head_service_url(cluster: str, namespace: str, port: int = 8265) -> str:

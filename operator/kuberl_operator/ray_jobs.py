@@ -2,16 +2,33 @@
 
 Only what the operator needs: submit, status, stop, logs and version. Failures to reach the
 dashboard raise ``DashboardUnavailable``; an unknown job is ``None``, not an error.
+
+A head runs the job's code, so nothing it answers is trusted: every body is read with a size
+cap (``MAX_BODY_BYTES``; a larger one is refused), the log is streamed keeping only its last
+bytes (never the whole log in memory), and messages are redacted before they reach status.
+Every request carries the head's token (``x-ray-authorization: Bearer``, Ray's token auth).
 """
 
 import json
 import logging
+import time
 import urllib.error
 import urllib.request
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from kuberl_operator.redact import redact
+
 log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1 << 20
+"""The largest JSON answer read from a head; more is refused (a job's status is a few KiB)."""
+MAX_MESSAGE_CHARS = 2000
+MAX_LOG_STREAM_BYTES = 1 << 30
+"""How much of a log is streamed past before giving up on reaching its end."""
+LOG_STREAM_SECONDS = 60.0
+_CHUNK = 64 << 10
 
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 _ID_IN_USE = "Please use a different submission_id"
@@ -45,7 +62,7 @@ class JobInfo:
         return cls(
             submission_id=body.get("submission_id") or body.get("job_id") or "",
             status=body.get("status") or "PENDING",
-            message=body.get("message") or "",
+            message=redact(str(body.get("message") or ""))[-MAX_MESSAGE_CHARS:],
             error_type=body.get("error_type"),
             driver_exit_code=body.get("driver_exit_code"),
             start_time=body.get("start_time"),
@@ -55,26 +72,39 @@ class JobInfo:
 
 
 class RayJobsClient:
-    def __init__(self, base_url: str, timeout: float = 10.0, token: str | None = None) -> None:
+    def __init__(self, base_url: str, token: str | None = None, timeout: float = 10.0) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.token = token
 
-    def _request(
-        self, method: str, path: str, body: dict | None = None, timeout: float | None = None
-    ) -> tuple[int, Any]:
+    def _open(self, method: str, path: str, body: dict | None, timeout: float | None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.base_url + path, data=data, method=method)
         request.add_header("Content-Type", "application/json")
         if self.token:
             request.add_header("x-ray-authorization", f"Bearer {self.token}")
         try:
-            with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:
-                return response.status, _decode(response.read())
+            return urllib.request.urlopen(request, timeout=timeout or self.timeout)
         except urllib.error.HTTPError as err:
-            return err.code, _decode(err.read())
+            return err
         except (urllib.error.URLError, OSError, TimeoutError) as err:
             raise DashboardUnavailable(f"{method} {path}: {err}") from err
+
+    def _request(
+        self, method: str, path: str, body: dict | None = None, timeout: float | None = None
+    ) -> tuple[int, Any]:
+        with self._open(method, path, body, timeout) as response:
+            try:
+                raw = response.read(MAX_BODY_BYTES + 1)
+            except (OSError, TimeoutError) as err:
+                raise DashboardUnavailable(f"{method} {path}: {err}") from err
+            status = response.status if hasattr(response, "status") else response.code
+        if len(raw) > MAX_BODY_BYTES:
+            raise DashboardUnavailable(f"{method} {path}: answer over {MAX_BODY_BYTES} bytes")
+        if status in (401, 403):
+            refused = f"HTTP {status}: the head refused the operator's token"
+            raise DashboardUnavailable(f"{method} {path}: {refused}")
+        return status, _decode(raw)
 
     def version(self) -> dict[str, Any]:
         status, body = self._request("GET", "/api/version")
@@ -115,10 +145,55 @@ class RayJobsClient:
         return bool(isinstance(body, dict) and body.get("stopped"))
 
     def logs_tail(self, submission_id: str, max_chars: int = 2000) -> str:
-        status, body = self._request("GET", f"/api/jobs/{submission_id}/logs")
-        if status != 200 or not isinstance(body, dict):
+        """The last ``max_chars`` of the driver log, redacted; read by streaming, so memory
+        stays flat whatever the log's size (the whole log is the runtime's own
+        ``logs/attempt-N/driver.log``)."""
+        path = f"/api/jobs/{submission_id}/logs"
+        try:
+            with self._open("GET", path, None, None) as response:
+                if getattr(response, "status", None) != 200:
+                    return ""
+                raw, complete = _stream_tail(response, max_chars * 6 + 64)
+        except (DashboardUnavailable, OSError, TimeoutError) as err:
+            log.warning("could not read the log of %s: %s", submission_id, err)
             return ""
-        return (body.get("logs") or "")[-max_chars:]
+        text = _logs_from_tail(raw, complete)
+        return redact(text)[-max_chars:]
+
+
+def _stream_tail(response: Any, keep: int) -> tuple[bytes, bool]:
+    """The last ``keep`` bytes of a body (all of it when shorter); False when cut short."""
+    chunks: deque[bytes] = deque()
+    kept = total = 0
+    deadline = time.monotonic() + LOG_STREAM_SECONDS
+    while chunk := response.read(_CHUNK):
+        chunks.append(chunk)
+        kept += len(chunk)
+        total += len(chunk)
+        while chunks and kept - len(chunks[0]) >= keep:
+            kept -= len(chunks.popleft())
+        if total >= MAX_LOG_STREAM_BYTES or time.monotonic() > deadline:
+            return b"".join(chunks)[-keep:], False
+    whole = b"".join(chunks)
+    return whole[-keep:], total == len(whole) and total <= keep
+
+
+def _logs_from_tail(raw: bytes, complete: bool) -> str:
+    """The text of ``{"logs": "..."}`` given the whole body or only its last bytes."""
+    text = raw.decode("utf-8", errors="replace")
+    if complete:
+        body = _decode(raw)
+        return str(body.get("logs") or "") if isinstance(body, dict) else ""
+    end = text.rfind('"')
+    fragment = text[:end] if end >= 0 else text
+    for skip in range(min(len(fragment), 12) + 1):  # the cut may fall inside an escape
+        try:
+            decoded = json.loads('"' + fragment[skip:] + '"')
+        except ValueError:
+            continue
+        first_break = decoded.find("\n")
+        return decoded[first_break + 1 :] if first_break >= 0 else decoded
+    return ""
 
 
 def _decode(raw: bytes) -> Any:

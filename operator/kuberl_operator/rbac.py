@@ -8,33 +8,34 @@ from kuberl_api.job import GROUP, PLURAL
 from kuberl_operator.builders.runtime_rbac import RUNTIME_RULES
 
 OPERATOR_RULES: list[dict[str, list[str]]] = [
-    # Watch jobs, delete them after ttlSecondsAfterFinished, keep kopf's finalizer/annotations.
+    # Watch jobs (kopf: list/watch, patch for its finalizer), read one, delete after the TTL.
     {
         "apiGroups": [GROUP],
         "resources": [PLURAL],
-        "verbs": ["get", "list", "watch", "patch", "update", "delete"],
+        "verbs": ["get", "list", "watch", "patch", "delete"],
     },
-    {"apiGroups": [GROUP], "resources": [f"{PLURAL}/status"], "verbs": ["get", "patch", "update"]},
+    {"apiGroups": [GROUP], "resources": [f"{PLURAL}/status"], "verbs": ["patch"]},
     # Setting blockOwnerDeletion on children needs update on the owner's finalizers.
     {"apiGroups": [GROUP], "resources": [f"{PLURAL}/finalizers"], "verbs": ["update"]},
-    # One RayCluster per attempt.
+    # One RayCluster per attempt. Creating one lets KubeRay create pods for it: see the chart
+    # README for what that amounts to.
     {
         "apiGroups": ["ray.io"],
         "resources": ["rayclusters"],
-        "verbs": ["get", "list", "watch", "create", "delete"],
+        "verbs": ["get", "list", "create", "delete"],
     },
-    {"apiGroups": ["ray.io"], "resources": ["rayclusters/status"], "verbs": ["get"]},
     # Why a cluster is not ready: unschedulable pods, image pull failures.
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-    # The runtime's per-job identity.
-    {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get", "create"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    # The runtime's per-job identity, and the head's token (created, never read back: the
+    # operator derives the token again, see ray_auth.py).
+    {"apiGroups": [""], "resources": ["serviceaccounts", "secrets"], "verbs": ["create"]},
     {
         "apiGroups": ["rbac.authorization.k8s.io"],
         "resources": ["roles", "rolebindings"],
-        "verbs": ["get", "create"],
+        "verbs": ["create"],
     },
-    # Volcano's gang of each attempt when a pool is scheduled by Volcano (gang.py).
-    {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ["create"]},
+    # The NetworkPolicy in front of each job's pods.
+    {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["create"]},
     # Granting a Role requires holding its permissions (RBAC escalation check).
     *RUNTIME_RULES,
     # Events for every transition (kopf posts core/v1 events).

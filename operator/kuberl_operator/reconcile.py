@@ -22,6 +22,7 @@ from kuberl_operator.kube import Kube
 from kuberl_operator.metrics import CONTROLLER, Metrics
 from kuberl_operator.ray_gateway import RayGateway
 from kuberl_operator.ray_jobs import RayJobsClient
+from kuberl_operator.spec_policy import policy_problems
 from kuberl_operator.state import INVALID_SPEC, Event, JobState
 
 log = logging.getLogger(__name__)
@@ -139,6 +140,8 @@ class Reconciler:
         try:
             result = validate_document(parse_document(manifest, source=state.ref.name))
             problems, spec, effective = result.errors, result.spec, result.backend_config
+            if spec is not None:  # what the admin allows job authors (hostPath, Secrets)
+                problems = [*problems, *policy_problems(spec, self.config)]
         except SpecInvalid as err:
             problems, spec, effective = err.problems, None, None
         if problems:

@@ -14,11 +14,13 @@ from kuberl_api.job import Attempt, Phase, RLTrainingJobSpec, RLTrainingJobStatu
 from kuberl_api.platform import RunPolicy
 from kuberl_operator import conditions as cond
 from kuberl_operator.builders import JobRef
+from kuberl_operator.status_reader import read_status
 
 MAX_ATTEMPTS = 10
 RUNTIME_OWNED = ("progress", "checkpoint")
 TERMINAL_PHASES = ("Succeeded", "Failed")
 INVALID_SPEC = "InvalidSpec"
+STATUS_READABLE = "StatusReadable"
 
 
 @dataclass(frozen=True)
@@ -39,20 +41,32 @@ class JobState:
     spec: RLTrainingJobSpec | None = None
     effective: BackendConfig | None = None
     events: list[Event] = field(default_factory=list)
+    untouched: set[str] = field(default_factory=set)
+    """Status keys this operator does not know (a newer one wrote them): never rewritten."""
 
     @classmethod
     def read(cls, body: dict[str, Any], now: datetime) -> "JobState":
         meta = body["metadata"]
         raw = body.get("status") or {}
-        status = RLTrainingJobStatus.model_validate(raw)
-        return cls(
+        status, problems, unknown = read_status(raw)
+        state = cls(
             body=body,
             ref=JobRef(meta["name"], meta["namespace"], meta["uid"]),
             generation=meta.get("generation"),
             now=now,
             status=status,
             original=raw,
+            untouched=unknown,
         )
+        state._report_readability(problems)
+        return state
+
+    def _report_readability(self, problems: list[str]) -> None:
+        if problems:
+            message = "; ".join(problems)[:1000]
+            self.condition(STATUS_READABLE, False, "StatusNotUnderstood", message)
+        elif cond.get_condition(self.status, STATUS_READABLE) is not None:
+            self.condition(STATUS_READABLE, True, "StatusUnderstood", "")
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -121,7 +135,7 @@ class JobState:
         new = self.status.model_dump(by_alias=True, exclude_none=True, mode="json")
         patch: dict[str, Any] = {}
         for key in new.keys() | self.original.keys():
-            if key in RUNTIME_OWNED:
+            if key in RUNTIME_OWNED or key in self.untouched:
                 continue
             before, after = self.original.get(key), new.get(key)
             if json.dumps(before, sort_keys=True) != json.dumps(after, sort_keys=True):

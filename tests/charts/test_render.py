@@ -63,9 +63,14 @@ def test_default_render_has_exactly_the_core_objects(rendered: dict[str, Manifes
         "ClusterRoleBinding",
         "Deployment",
         "Service",
+        "Secret",  # the key of the Ray heads' tokens
+        "ValidatingAdmissionPolicy",  # the runtime may change only its progress
+        "ValidatingAdmissionPolicyBinding",
     }
+    cluster_scoped_kinds = ("ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
+                            "ValidatingAdmissionPolicyBinding")  # fmt: skip
     for doc in rendered["default"]:
-        if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+        if doc["kind"] not in cluster_scoped_kinds:
             assert doc["metadata"]["namespace"] == NAMESPACE, doc["kind"]
 
 
@@ -151,9 +156,10 @@ def test_operator_flags_are_the_clis_own(rendered: dict[str, Manifests]) -> None
 
 def test_cluster_role_is_the_operators_rule_list(rendered: dict[str, Manifests]) -> None:
     manifests = rendered["default"]
-    assert manifests.one("ClusterRole")["rules"] == OPERATOR_RULES
+    (role,) = (r for r in manifests.of_kind("ClusterRole") if r["metadata"]["name"] == RELEASE)
+    assert role["rules"] == OPERATOR_RULES
     binding = manifests.one("ClusterRoleBinding")
-    assert binding["roleRef"]["name"] == manifests.one("ClusterRole")["metadata"]["name"]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
     account = manifests.one("ServiceAccount")["metadata"]
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": account["name"], "namespace": NAMESPACE}
@@ -179,7 +185,8 @@ def test_rbac_can_be_left_to_the_user(helm: Helm) -> None:
     manifests = helm.template(
         {"rbac": {"create": False}, "serviceAccount": {"create": False, "name": "mine"}}
     )
-    assert manifests.kinds() == {"Deployment", "Service"}
+    assert manifests.kinds() == {"Deployment", "Service", "Secret", "ValidatingAdmissionPolicy",
+                                 "ValidatingAdmissionPolicyBinding"}  # fmt: skip
     pod = manifests.one("Deployment")["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "mine"
 
@@ -278,6 +285,7 @@ def metric_names(expr: str) -> set[str]:
 def test_release_name_and_overrides_reach_every_name(helm: Helm) -> None:
     manifests = helm.template({"fullnameOverride": "rl"}, release="other")
     names = {doc["metadata"]["name"] for doc in manifests}
-    assert names == {"rl", "rl-metrics"}
+    suffixes = ("", "-metrics", "-ray-token-key", "-runtime-status", "-view", "-edit")
+    assert names == {f"rl{suffix}" for suffix in suffixes}
     default = helm.template(release=RELEASE)
-    assert {doc["metadata"]["name"] for doc in default} == {RELEASE, f"{RELEASE}-metrics"}
+    assert {doc["metadata"]["name"] for doc in default} == {RELEASE + s for s in suffixes}

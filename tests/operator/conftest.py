@@ -37,6 +37,7 @@ class FakeKube:
         self.rayclusters: dict[str, dict[str, Any]] = {}
         self.pods: dict[str, list[dict[str, Any]]] = {}
         self.created: list[tuple[str, str]] = []
+        self.objects: list[dict[str, Any]] = []  # every object created, as sent
         self.deleted: list[tuple[str, str]] = []
         self.status_patches: list[dict[str, Any]] = []
         self.fail_next_patch = False
@@ -78,6 +79,7 @@ class FakeKube:
         if key in self.created:
             return False
         self.created.append(key)
+        self.objects.append(copy.deepcopy(obj))
         if obj["kind"] == "RayCluster":
             self.rayclusters[obj["metadata"]["name"]] = copy.deepcopy(obj)
         return True
@@ -92,8 +94,10 @@ class FakeRay:
         self.stopped: list[str] = []
         self.session = "session_1"
         self.reachable = True
+        self.tokens: set[str] = set()
 
-    def client(self, url: str) -> FakeRay:
+    def client(self, url: str, token: str) -> FakeRay:
+        self.tokens.add(token)
         return self
 
     def _check(self) -> None:
@@ -326,9 +330,16 @@ def ray_head(tmp_path_factory: Any) -> Iterator[dict[str, Any]]:
     )
     kuberl.chmod(0o755)
     # Offline, and one thread per training process: the machine's cores are shared.
-    head = start_head(shim, [shim], env={"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
+    # Token auth, as on every RayCluster: the operator's token path is exercised for real.
+    head = start_head(
+        shim, [shim], env={"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}, token_auth=True
+    )
+    assert head.token is not None
+    token_file = shim / "ray-token"
+    token_file.write_text(head.token)
+    client = RayJobsClient(head.url, timeout=2, token=head.token)
     try:
-        yield {"url": head.url, "client": RayJobsClient(head.url, timeout=2), "log": head.log}
+        yield {"url": head.url, "client": client, "log": head.log, "token_file": str(token_file)}
     finally:
         head.stop()
 
@@ -337,12 +348,13 @@ class OperatorProcess:
     """`python -m kuberl_operator` watching one namespace; killable and restartable."""
 
     def __init__(self, kubeconfig: str, namespace: str, dashboard: str, runtime_kubeconfig: str,
-                 log_path: Path) -> None:  # fmt: skip
+                 log_path: Path, token_file: str) -> None:  # fmt: skip
         self.metrics_port, self.liveness_port = free_port(), free_port()
         self.argv = [
             sys.executable, "-m", "kuberl_operator", "-n", namespace,
             "--poll-interval", "1", "--backoff-base", "1", "--backoff-max", "4",
             "--dashboard-url-override", dashboard, "--runtime-kubeconfig", runtime_kubeconfig,
+            "--dashboard-token-file", token_file,
             "--dashboard-grace-seconds", "120", "--metrics-host", "127.0.0.1",
             "--metrics-port", str(self.metrics_port),
             "--liveness", f"http://127.0.0.1:{self.liveness_port}/healthz",
@@ -400,9 +412,13 @@ def fresh_namespace(kube_api: Any) -> Iterator[str]:
 
 @contextlib.contextmanager
 def running_operator(
-    kubeconfig: str, namespace: str, ray_url: str, runtime_kubeconfig: str, log_path: Path
-) -> Iterator[OperatorProcess]:
-    process = OperatorProcess(kubeconfig, namespace, ray_url, runtime_kubeconfig, log_path)
+    kubeconfig: str, namespace: str, ray_head: dict[str, Any], runtime_kubeconfig: str,
+    log_path: Path,
+) -> Iterator[OperatorProcess]:  # fmt: skip
+    process = OperatorProcess(
+        kubeconfig, namespace, ray_head["url"], runtime_kubeconfig, log_path,
+        ray_head["token_file"],
+    )  # fmt: skip
     process.start()
     try:
         wait_for("operator liveness", lambda: _alive(process), timeout=60)
@@ -427,7 +443,7 @@ def operator_process(
     tmp_path: Path,
 ) -> Iterator[OperatorProcess]:
     with running_operator(
-        operator_kubeconfig, job_namespace, ray_head["url"], local_cluster.kubeconfig,
+        operator_kubeconfig, job_namespace, ray_head, local_cluster.kubeconfig,
         tmp_path / "operator.log",
     ) as process:  # fmt: skip
         yield process
@@ -446,7 +462,7 @@ def module_operator(
     other's results: an interrupted run is compared with the uninterrupted one)."""
     log_path = tmp_path_factory.mktemp("operator") / "operator.log"
     with fresh_namespace(kube_api) as namespace, running_operator(
-        operator_kubeconfig, namespace, ray_head["url"], local_cluster.kubeconfig, log_path
+        operator_kubeconfig, namespace, ray_head, local_cluster.kubeconfig, log_path
     ) as process:  # fmt: skip
         yield namespace, process
 

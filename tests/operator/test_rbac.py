@@ -20,6 +20,8 @@ CALLS = {
     "create_namespaced_service_account": [("", "serviceaccounts", "create")],
     "create_namespaced_role": [("rbac.authorization.k8s.io", "roles", "create")],
     "create_namespaced_role_binding": [("rbac.authorization.k8s.io", "rolebindings", "create")],
+    "create_namespaced_secret": [("", "secrets", "create")],
+    "create_namespaced_network_policy": [("networking.k8s.io", "networkpolicies", "create")],
 }  # fmt: skip
 
 

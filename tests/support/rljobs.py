@@ -106,7 +106,9 @@ def fake_job(name: str, af_output_dir: Path, experiment: str, **run_policy: Any)
 
 
 def ray_submissions(ray_head: dict, uid: str) -> list[dict]:
-    with urllib.request.urlopen(ray_head["url"] + "/api/jobs/", timeout=5) as response:
+    request = urllib.request.Request(ray_head["url"] + "/api/jobs/")
+    request.add_header("x-ray-authorization", f"Bearer {ray_head['client'].token}")
+    with urllib.request.urlopen(request, timeout=5) as response:
         listed = json.loads(response.read())
     return [job for job in listed if job.get("metadata", {}).get("kuberl.io/uid") == uid]
 

@@ -15,6 +15,7 @@ from kuberl_operator.builders.common import (
     shared_memory_size,
 )
 from kuberl_operator.builders.hostnet import apply_host_network
+from kuberl_operator.builders.network import auth_options
 from kuberl_operator.builders.pods import (
     RUNTIME_METRICS_PORT_NUMBER,
     container_env,
@@ -53,6 +54,9 @@ def build_raycluster(
         "spec": {
             "rayVersion": RAY_VERSION,
             "enableInTreeAutoscaling": False,
+            # KubeRay sets RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (from the job's Secret) on
+            # every Ray container, its injected init containers included (docs/security.md).
+            "authOptions": auth_options(job),
             "headGroupSpec": _head_group(job, spec, image, labels),
             "workerGroupSpecs": [
                 _worker_group(job, spec, pool, image, labels) for pool in spec.worker_pools
@@ -99,6 +103,8 @@ def _head_group(
         pod["tolerations"] = tolerations(head.tolerations)
     return {
         "serviceType": "ClusterIP",
+        # The operator reaches the dashboard through the head Service, so it listens on the pod's
+        # addresses; the token and the job's NetworkPolicy guard it (docs/security.md).
         "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0"},
         "template": {"metadata": {"labels": labels}, "spec": pod},
     }

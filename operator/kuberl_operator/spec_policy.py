@@ -1,0 +1,38 @@
+"""What an admin allows job authors (operator settings, chart values), checked at validation.
+
+KubeRay creates the pods of every RayCluster the operator creates, so a job author who may not
+create pods must not get hostPath volumes or other people's Secrets through a job: both are off
+unless the admin turns them on (``--allow-host-path``, ``--allow-secret-env``).
+"""
+
+from kuberl_api.job import RLTrainingJobSpec
+from kuberl_api.validation.problems import Problem
+from kuberl_operator.config import OperatorConfig
+
+
+def policy_problems(spec: RLTrainingJobSpec, config: OperatorConfig) -> list[Problem]:
+    problems: list[Problem] = []
+    if not config.allow_host_path:
+        for field, source in (("output", spec.storage.output), ("model", spec.storage.model)):
+            if source is not None and source.host_path:
+                problems.append(
+                    Problem(
+                        f"spec.storage.{field}.hostPath",
+                        "hostPath volumes are turned off by the cluster admin",
+                        "use a PersistentVolumeClaim (claimName), or ask the admin for the "
+                        "chart value operator.allowHostPath",
+                        source.host_path,
+                    )
+                )
+    if not config.allow_secret_env:
+        for index, var in enumerate(spec.env):
+            if var.value_from and "secretKeyRef" in var.value_from:
+                problems.append(
+                    Problem(
+                        f"spec.env[{index}].valueFrom.secretKeyRef",
+                        "Secret references in env are turned off by the cluster admin",
+                        "ask the admin for the chart value operator.allowSecretEnv",
+                        var.name,
+                    )
+                )
+    return problems

@@ -1,0 +1,150 @@
+"""The real-pod GRPO job and the operator that runs it: examples/demo.yaml as the e2e tier shrinks
+it, on the CPU runtime image, with hostNetwork Ray on the real node and every input under one
+host directory mounted into the pods at the same path."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from realnode import REAL_NODE_LABEL
+
+from support.e2e_jobs import DIGIT_REWARD, REPO, demo_job
+from support.rljobs import wait_for
+
+RUNTIME_IMAGE = "kuberl.local/runtime-cpu:0.1.0"
+PLACEMENT = {
+    "nodeSelector": {REAL_NODE_LABEL: "true"},
+    "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
+}
+
+
+def stage_inputs(inputs: Path, model: Path) -> None:
+    """Model, data and reward function in one directory the pods mount read-only."""
+    shutil.copytree(model, inputs / "model")
+    shutil.copy(REPO / "examples" / "data" / "arith" / "train.parquet", inputs / "train.parquet")
+    shutil.copy(DIGIT_REWARD, inputs / "digit_reward.py")
+    for path in (inputs, *inputs.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def real_job(
+    name: str, af: Path, inputs: Path, claims: tuple[str, str], api_port: int, steps: int,
+    save_freq: int,
+) -> dict[str, Any]:  # fmt: skip
+    """`claims`: the output's and the inputs' PersistentVolumeClaims."""
+    job = demo_job(name, af, inputs / "model", steps, save_freq)
+    config = job["spec"]["backend_config"]
+    config["data"]["train_files"] = str(inputs / "train.parquet")
+    config["custom_reward_function"] = {"path": str(inputs / "digit_reward.py")}
+    job["spec"].update(
+        image=RUNTIME_IMAGE,
+        imagePullPolicy="Never",
+        network="hostNetwork",
+        head={"cpu": "1", "memory": "3Gi", **PLACEMENT},
+        workerPools=[{"name": "cpu", "nodes": 1, "cpu": "1", "memory": "6Gi", **PLACEMENT}],
+        storage={
+            "output": {"claimName": claims[0]},
+            "model": {"claimName": claims[1], "mountPath": str(inputs), "readOnly": True},
+        },
+        env=[
+            # No kube-proxy on this cluster: in-cluster clients dial the apiserver directly.
+            {"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
+            {"name": "KUBERNETES_SERVICE_PORT", "value": str(api_port)},
+            {"name": "HF_HUB_OFFLINE", "value": "1"},
+            {"name": "OMP_NUM_THREADS", "value": "1"},
+        ],
+    )
+    return job
+
+
+def host_volume(name: str, namespace: str, path: Path) -> list[dict[str, Any]]:
+    """A PersistentVolume on a host directory and the claim bound to it."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": name, "labels": {"kuberl.test/namespace": namespace}},
+            "spec": {
+                "capacity": {"storage": "5Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "hostPath": {"path": str(path), "type": "DirectoryOrCreate"},
+                "claimRef": {"namespace": namespace, "name": name},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": name,
+                "resources": {"requests": {"storage": "5Gi"}},
+            },
+        },
+    ]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def operator(kubeconfig: str, namespace: str, work: Path) -> Iterator[dict[str, Any]]:
+    """`python -m kuberl_operator` on the host, with no dashboard override: it finds each head
+    from the RayCluster's pods, as in production."""
+    key = work / "ray-token.key"
+    key.write_bytes(os.urandom(32))
+    metrics, liveness = free_port(), free_port()
+    argv = [
+        sys.executable, "-m", "kuberl_operator", "-n", namespace, "--poll-interval", "1",
+        "--backoff-base", "1", "--backoff-max", "4", "--ray-token-key-file", str(key),
+        "--allow-host-path",  # the job mounts host directories (off unless the admin allows)
+        "--dashboard-grace-seconds", "300", "--metrics-host", "127.0.0.1",
+        "--metrics-port", str(metrics), "--liveness", f"http://127.0.0.1:{liveness}/healthz",
+    ]  # fmt: skip
+    log_path = work / "operator.log"
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            argv, env={**os.environ, "KUBECONFIG": kubeconfig}, stdout=log, stderr=log
+        )
+    try:
+        wait_for(
+            "operator liveness",
+            lambda: _alive(process, liveness, log_path),
+            timeout=120,
+        )
+        yield {"process": process, "log": log_path, "metrics": metrics}
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        print("----- operator log -----\n" + log_path.read_text(errors="replace")[-6000:])
+
+
+def _alive(process: subprocess.Popen[bytes], port: int, log_path: Path) -> bool:
+    assert process.poll() is None, log_path.read_text(errors="replace")[-4000:]
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5):
+            return True
+    except OSError:
+        return False
+
+
+def operator_metrics(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        return response.read().decode()
