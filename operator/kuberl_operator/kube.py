@@ -80,6 +80,9 @@ class Kube:
             "ServiceAccount": lambda: self.core.create_namespaced_service_account(namespace, obj),
             "Role": lambda: self.rbac.create_namespaced_role(namespace, obj),
             "RoleBinding": lambda: self.rbac.create_namespaced_role_binding(namespace, obj),
+            "PodGroup": lambda: self.custom.create_namespaced_custom_object(
+                "scheduling.volcano.sh", "v1beta1", namespace, "podgroups", obj
+            ),
             "Secret": lambda: self.core.create_namespaced_secret(namespace, obj),
             "NetworkPolicy": lambda: self.networking.create_namespaced_network_policy(
                 namespace, obj

@@ -36,6 +36,8 @@ OPERATOR_RULES: list[dict[str, list[str]]] = [
     },
     # The NetworkPolicy in front of each job's pods.
     {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["create"]},
+    # Volcano's gang of each attempt when a pool is scheduled by Volcano (gang.py).
+    {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ["create"]},
     # Granting a Role requires holding its permissions (RBAC escalation check).
     *RUNTIME_RULES,
     # Events for every transition (kopf posts core/v1 events).
