@@ -170,13 +170,12 @@ def kuberl_config(args: argparse.Namespace, model_dir: Path, data: Path, work: P
 
 
 def run_kuberl(args: argparse.Namespace, model_dir: Path, data: Path, work: Path) -> list[dict]:
-    from kuberl_api.backend_config import BackendConfig
-    from kuberl_runtime.config import RunConfig
+    from kuberl_runtime.config import run_config_from_dict
     from kuberl_runtime.launcher.worker import run_worker
 
     config = kuberl_config(args, model_dir, data, work)
     os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
-    run_worker(RunConfig(BackendConfig.model_validate(config)))
+    run_worker(run_config_from_dict(config))
     lines = (work / "kuberl" / "logs" / "metrics.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
 

@@ -39,8 +39,7 @@ def digit_share(text: str) -> float:
 
 def run_kuberl(model_dir: Path, work: Path, steps: int) -> list[tuple[float, float]]:
     """(step seconds, tokens) per step from kuberl's own metrics."""
-    from kuberl_api.backend_config import BackendConfig
-    from kuberl_runtime.config import RunConfig
+    from kuberl_runtime.config import run_config_from_dict
     from kuberl_runtime.launcher.worker import run_worker
 
     work.mkdir(parents=True)
@@ -93,7 +92,7 @@ def run_kuberl(model_dir: Path, work: Path, steps: int) -> list[tuple[float, flo
         },
     }
     os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
-    run_worker(RunConfig(BackendConfig.model_validate(config)))
+    run_worker(run_config_from_dict(config))
     records = [json.loads(line) for line in (work / "logs/metrics.jsonl").open()]
     return [(r["timing_s/step"], r["perf/total_num_tokens"]) for r in records]
 

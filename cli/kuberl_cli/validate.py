@@ -45,7 +45,7 @@ def _print_result(source, kind, result, quiet: bool) -> None:
         trainer = cfg.trainer
         print(
             f"{source}: ok ({kind}) — {cfg.algorithm.adv_estimator}, "
-            f"{trainer.nnodes}x{trainer.n_gpus_per_node} {trainer.device}, "
+            f"{trainer.nnodes}x{trainer.n_gpus_per_node} {trainer.device or 'auto'}, "
             f"train_batch_size {cfg.data.train_batch_size} x n {cfg.actor_rollout_ref.rollout.n}"
         )
     elif not result.ok:

@@ -1,8 +1,8 @@
-"""What one training run needs besides the backend_config: where its outputs go.
+"""The runtime's edge: a job file becomes one frozen run plan.
 
-`load_run_config` is the runtime's edge: a bare backend_config, a ModelArts YAML or a full
-RLTrainingJob manifest, plus dotted `key=value` overrides applied to the backend_config before
-validation, become one validated `RunConfig`.
+`load_run_config` reads a bare backend_config, a ModelArts YAML or a full RLTrainingJob manifest,
+applies dotted `key=value` overrides to its backend_config, validates it (refused keys are errors)
+and builds the `RunPlan` everything below this module reads.
 """
 
 from __future__ import annotations
@@ -12,24 +12,25 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import yaml
-
-from kuberl_api.backend_config import BackendConfig
+from kuberl_api.plan import RunPlan, build_run_plan
 from kuberl_api.validation import DocumentKind, SpecInvalid, load_documents, validate_document
 from kuberl_api.validation.documents import Document, set_dotted
 from kuberl_api.validation.problems import Problem
+from kuberl_api.yamlio import load_yaml
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    backend_config: BackendConfig
-    af_output_dir: str | None = None
+    """One run: its frozen plan (``kuberl_api.plan``), the only thing the runtime reads."""
+
+    plan: RunPlan
 
     @property
     def checkpoint_dir(self) -> Path:
-        """`trainer.default_local_dir`, resolved against the working directory."""
-        return Path(self.backend_config.trainer.default_local_dir or "checkpoints").resolve()
+        """`trainer.default_local_dir`, resolved when the plan was built."""
+        return Path(self.plan.paths.checkpoint_dir)
 
     @property
     def output_dir(self) -> Path:
@@ -37,22 +38,14 @@ class RunConfig:
 
         Logs go to `<output_dir>/logs/` and the exported model to `<output_dir>/huggingface/`.
         """
-        if self.af_output_dir:
-            return Path(self.af_output_dir).resolve()
-        return self.checkpoint_dir
+        return Path(self.plan.paths.output_dir)
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "backend_config": self.backend_config.model_dump(mode="json"),
-                "af_output_dir": self.af_output_dir,
-            }
-        )
+        return self.plan.to_json()
 
     @classmethod
     def from_json(cls, text: str) -> RunConfig:
-        raw = json.loads(text)
-        return cls(BackendConfig.model_validate(raw["backend_config"]), raw["af_output_dir"])
+        return cls(RunPlan.from_json(text))
 
 
 def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
@@ -71,10 +64,19 @@ def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (
             [Problem(str(path), f"holds {len(documents)} documents", "keep one job per file")]
         )
     doc = apply_overrides(documents[0], overrides)
+    result = validate_document(doc, allow_env=True)  # ${oc.env:...} reads this run's env
+    result.raise_for_errors()
+    assert result.backend_config is not None
+    return RunConfig(build_run_plan(result.backend_config, result.af_output_dir))
+
+
+def run_config_from_dict(backend_config: dict[str, Any]) -> RunConfig:
+    """A bare backend_config tree (as code builds it: tests, benchmarks), validated and planned."""
+    doc = Document(DocumentKind.BACKEND_CONFIG, backend_config, "", "<dict>", {})
     result = validate_document(doc)
     result.raise_for_errors()
     assert result.backend_config is not None
-    return RunConfig(result.backend_config, result.af_output_dir)
+    return RunConfig(build_run_plan(result.backend_config, result.af_output_dir))
 
 
 def apply_overrides(doc: Document, overrides: list[str] | tuple[str, ...]) -> Document:
@@ -91,5 +93,5 @@ def apply_overrides(doc: Document, overrides: list[str] | tuple[str, ...]) -> Do
             raise SpecInvalid(
                 [Problem(item, "override is not key=value", "write e.g. trainer.total_epochs=2")]
             )
-        set_dotted(target, key.lstrip("+"), yaml.safe_load(value))
+        set_dotted(target, key.lstrip("+"), load_yaml(value))
     return Document(doc.kind, body, doc.prefix, doc.source, doc.metadata)

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import os
 from dataclasses import dataclass
 from typing import Literal
 
 import torch
+
+logger = logging.getLogger(__name__)
 
 DeviceType = Literal["cuda", "npu", "cpu"]
 
@@ -169,16 +172,28 @@ def detect_device_type() -> DeviceType:
     return "cpu"
 
 
-def resolve_device(requested: str | None) -> Device:
-    """`trainer.device` when it is usable here, else what this machine has.
+class DeviceUnavailable(RuntimeError):
+    """`trainer.device` names an accelerator this machine does not have."""
 
-    A config written for GPUs still runs on a CPU-only machine (tests, `make demo`), so an
-    unavailable accelerator falls back to the CPU rather than failing.
+
+def resolve_device(requested: str | None) -> Device:
+    """`trainer.device` as the run plan says, checked against this machine.
+
+    "auto" (no device written and no worker pool to derive it from) takes what this machine
+    has and says so. An accelerator that is not visible is an error, never a silent CPU run.
     """
     available = detect_device_type()
-    if requested in (None, available) or requested == "cpu":
-        return Device(requested or available)  # type: ignore[arg-type]
-    return Device("cpu") if available == "cpu" else Device(available)
+    if requested in (None, "auto"):
+        logger.info("trainer.device not set: using %s, what this machine has", available)
+        return Device(available)
+    if requested in (available, "cpu"):
+        return Device(requested)  # type: ignore[arg-type]
+    env = _VISIBLE_DEVICES_ENV.get(requested, "")
+    raise DeviceUnavailable(
+        f"trainer.device is {requested}, but no {requested} device is visible on this machine "
+        f"(it has {available}; {env}={os.environ.get(env, '<unset>')}). Run where one is "
+        "visible, or set trainer.device: cpu (or leave it unset) to train on what is here"
+    )
 
 
 def threads_per_rank(world_size: int) -> int:

@@ -1,9 +1,13 @@
 """``build_submission``: the Ray Jobs API payload of one attempt.
 
-The entrypoint is ``kuberl train <file>``; the file is the whole effective config, carried in
-the submission's runtime_env and written by the entrypoint itself (no side channel).
+What an attempt runs is decided by its run plan (``kuberl_api.plan``): the operator builds it
+from the validated job, with resume switched on from the second attempt. The entrypoint is
+``kuberl train <file>``; the file is the plan's source, the effective config, carried in the
+submission's runtime_env and written by the entrypoint itself (no side channel). The runtime
+validates it again and builds the same plan (``tests/operator/test_submission_plan.py``).
 """
 
+import copy
 import posixpath
 import shlex
 from typing import Any
@@ -11,6 +15,7 @@ from typing import Any
 import yaml
 
 from kuberl_api.backend_config import BackendConfig
+from kuberl_api.plan import RunPlan, build_run_plan
 from kuberl_api.validation.deprecations import DEPRECATED_KEYS
 from kuberl_operator.builders.common import JobRef
 from kuberl_operator.names import submission_id
@@ -19,23 +24,24 @@ CONFIG_ENV = "KUBERL_CONFIG_YAML"
 CONFIG_DIR = ".kuberl"
 
 
-def effective_for_attempt(effective: BackendConfig, attempt: int) -> BackendConfig:
+def plan_for_attempt(effective: BackendConfig, af_output_dir: str, attempt: int) -> RunPlan:
     """From the second attempt on, training resumes from the newest complete checkpoint."""
     cfg = effective.model_copy(deep=True)
     if attempt > 1:
         cfg.trainer.resume_mode = "auto"
-    return cfg
+    return build_run_plan(cfg, af_output_dir)
 
 
-def render_config(af_output_dir: str, effective: BackendConfig) -> str:
-    """Every key of the effective config, except deprecated ones (already converted)."""
-    tree = effective.model_dump(mode="json")
+def render_config(plan: RunPlan) -> str:
+    """The plan's source, every key of the effective config, except deprecated ones (already
+    converted)."""
+    tree = copy.deepcopy(plan.source)
     for node_path, key, _ in DEPRECATED_KEYS:
         node = tree
         for part in node_path.split("."):
             node = node.get(part) or {}
         node.pop(key, None)
-    document = {"af_output_dir": af_output_dir, "backend_config": tree}
+    document = {"af_output_dir": plan.paths.output_dir, "backend_config": tree}
     return yaml.safe_dump(document, sort_keys=False)
 
 
@@ -61,9 +67,10 @@ def build_submission(
     runtime_kubeconfig: str | None = None,
 ) -> dict[str, Any]:
     sid = submission_id(job.name, attempt)
-    path = config_path(af_output_dir, sid)
+    plan = plan_for_attempt(effective, af_output_dir, attempt)
+    path = config_path(plan.paths.output_dir, sid)
     env = {
-        CONFIG_ENV: render_config(af_output_dir, effective_for_attempt(effective, attempt)),
+        CONFIG_ENV: render_config(plan),
         "KUBERL_JOB_NAME": job.name,
         "KUBERL_JOB_NAMESPACE": job.namespace,
         "KUBERL_ATTEMPT": str(attempt),

@@ -48,13 +48,13 @@ def export_checkpoint(step_dir: str | Path, target: str | Path) -> Path:
     step_dir = Path(step_dir)
     run = RunConfig.from_json((step_dir / "config.json").read_text())
     hf_dir = step_dir / "actor" / "huggingface"
-    model_cfg = run.backend_config.actor_rollout_ref.model
+    model_cfg = run.plan.model
     config = AutoConfig.from_pretrained(hf_dir, trust_remote_code=model_cfg.trust_remote_code)
     model = AutoModelForCausalLM.from_config(config)
     if model_cfg.lora_rank > 0:
         from kuberl_runtime.trainer.components import actor_model_spec
 
-        model = apply_lora(model, actor_model_spec(run.backend_config), "CAUSAL_LM")
+        model = apply_lora(model, actor_model_spec(run.plan), "CAUSAL_LM")
     state = {"model": model.state_dict()}
     dcp.load(state, checkpoint_id=str(step_dir / "actor"))
     model.load_state_dict(state["model"])

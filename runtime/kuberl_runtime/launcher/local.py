@@ -27,13 +27,13 @@ class LaunchError(RuntimeError):
 
 
 def num_local_ranks(run: RunConfig) -> int:
-    trainer = run.backend_config.trainer
-    if (trainer.nnodes or 1) > 1:
+    placement = run.plan.placement
+    if placement.nnodes > 1:
         raise LaunchError(
-            f"trainer.nnodes={trainer.nnodes}: the local launcher runs on one machine; submit the "
-            "job to a cluster (RLTrainingJob) for multi-node runs, or set trainer.nnodes=1"
+            f"trainer.nnodes={placement.nnodes}: the local launcher runs on one machine; submit "
+            "the job to a cluster (RLTrainingJob) for multi-node runs, or set trainer.nnodes=1"
         )
-    return trainer.n_gpus_per_node or 1
+    return placement.n_gpus_per_node
 
 
 def launch_local(run: RunConfig) -> int:

@@ -158,9 +158,9 @@ def launch_ray(run: RunConfig) -> int:
     """Run the job on the Ray cluster at RAY_ADDRESS (or a local one); returns the exit code."""
     import ray
 
-    trainer = run.backend_config.trainer
-    nnodes, per_node = trainer.nnodes or 1, trainer.n_gpus_per_node or 1
-    device = requested_device(trainer.device)
+    placement = run.plan.placement
+    nnodes, per_node = placement.nnodes, placement.n_gpus_per_node
+    device = requested_device(placement.device)
     if not ray.is_initialized():
         ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=True)
     group = _reserve(device, nnodes, per_node)

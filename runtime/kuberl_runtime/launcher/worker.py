@@ -28,15 +28,15 @@ def run_worker(run: RunConfig) -> None:
     transformers.utils.logging.disable_progress_bar()  # the console tracker owns the terminal
     # FSDP2 warns that HF heads return views; nothing here modifies model outputs in place.
     warnings.filterwarnings("ignore", message=r"FSDP2-wrapped module .* returned a view tensor")
-    cfg = run.backend_config
-    device = resolve_device(cfg.trainer.device)
-    ranks = init_distributed(device, timeout_s=cfg.actor_rollout_ref.nccl_timeout)
+    plan = run.plan
+    device = resolve_device(plan.placement.device)
+    ranks = init_distributed(device, timeout_s=plan.placement.nccl_timeout)
     if device.type == "cpu":
         torch.set_num_threads(threads_per_rank(ranks.world_size))
     device.bind(ranks.local_rank)
     if not ranks.is_main:
         logging.getLogger().setLevel(logging.WARNING)
-    torch.manual_seed(cfg.trainer.seed)
+    torch.manual_seed(plan.trainer.seed)
     try:
         components = build_components(run, device, ranks)
         Trainer(components, progress_reporter_from_env()).fit()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -11,21 +12,25 @@ import torch
 from torch import nn
 from transformers import AutoTokenizer
 
-from kuberl_api.backend_config import BackendConfig
+from kuberl_api.plan import RunPlan
 from kuberl_runtime.config import RunConfig
 from kuberl_runtime.data import DatasetOptions, PromptBatchSampler, RLDataset
+from kuberl_runtime.data.custom import custom_dataset, load_dataset_class
+from kuberl_runtime.data.tokenizer import load_tokenizer
 from kuberl_runtime.device import Device
 from kuberl_runtime.distributed import RankInfo
 from kuberl_runtime.engine.actor import Actor, ActorSettings
 from kuberl_runtime.engine.critic import Critic
-from kuberl_runtime.engine.fsdp import apply_fsdp
+from kuberl_runtime.engine.fsdp import apply_fsdp, torch_dtype
+from kuberl_runtime.engine.init import build_sharded
 from kuberl_runtime.engine.model_builder import (
     ModelSpec,
     build_causal_lm,
+    build_causal_lm_empty,
     build_reward_model,
     build_value_model,
 )
-from kuberl_runtime.reward_model import RewardModelScorer
+from kuberl_runtime.reward_model import RewardInputs, RewardModelScorer
 from kuberl_runtime.rewards import RewardManager, build_reward_manager
 from kuberl_runtime.rollout.hf import HFRollout
 from kuberl_runtime.rollout.vllm import VLLMRollout, build_vllm_rollout, vllm_available
@@ -50,40 +55,48 @@ class Components:
     total_training_steps: int
 
     @property
-    def cfg(self) -> BackendConfig:
-        return self.run.backend_config
+    def plan(self) -> RunPlan:
+        return self.run.plan
 
 
-def actor_model_spec(cfg: BackendConfig) -> ModelSpec:
-    model = cfg.actor_rollout_ref.model
+def actor_model_spec(plan: RunPlan) -> ModelSpec:
+    model = plan.model
+    if model.lora_adapter_path and model.lora_rank == 0:
+        raise ValueError(
+            f"actor_rollout_ref.model.lora_adapter_path={model.lora_adapter_path!r} needs "
+            "model.lora_rank > 0: set lora_rank and lora_alpha to the adapter's r and alpha"
+        )
     return ModelSpec(
         path=model.path,
         override_config=dict(model.override_config),
         trust_remote_code=model.trust_remote_code,
-        external_lib=model.external_lib,
+        external_lib=model.external_lib or None,
         enable_gradient_checkpointing=model.enable_gradient_checkpointing,
         lora_rank=model.lora_rank,
         lora_alpha=model.lora_alpha,
         target_modules=model.target_modules,
-        exclude_modules=model.exclude_modules,
+        exclude_modules=model.exclude_modules or None,
+        lora_adapter_path=model.lora_adapter_path or None,
     )
 
 
 def build_components(run: RunConfig, device: Device, ranks: RankInfo) -> Components:
-    cfg = run.backend_config
-    tokenizer = AutoTokenizer.from_pretrained(
-        cfg.data.tokenizer, trust_remote_code=cfg.data.trust_remote_code
+    plan = run.plan
+    data = plan.data
+    tokenizer = load_tokenizer(
+        data.tokenizer,
+        trust_remote_code=data.trust_remote_code,
+        custom_chat_template=plan.model.custom_chat_template,
     )
-    train_data = _dataset(cfg, cfg.data.train_files, tokenizer, cfg.data.train_max_samples)
+    train_data = _dataset(plan, data.train_files, tokenizer, data.train_max_samples)
     val_data = (
-        _dataset(cfg, cfg.data.val_files, tokenizer, cfg.data.val_max_samples)
-        if cfg.data.val_files
-        else None
+        _dataset(plan, data.val_files, tokenizer, data.val_max_samples) if data.val_files else None
     )
     sampler = PromptBatchSampler(
-        len(train_data), cfg.data.train_batch_size, shuffle=cfg.data.shuffle, seed=cfg.data.seed
+        len(train_data), data.train_batch_size, shuffle=data.shuffle, seed=data.seed
     )
-    total = cfg.trainer.total_training_steps or sampler.steps_per_epoch * cfg.trainer.total_epochs
+    trainer = plan.trainer
+    total = trainer.total_training_steps or sampler.steps_per_epoch * trainer.total_epochs
     return Components(
         run=run,
         device=device,
@@ -92,26 +105,26 @@ def build_components(run: RunConfig, device: Device, ranks: RankInfo) -> Compone
         train_data=train_data,
         val_data=val_data,
         sampler=sampler,
-        actor=_build_actor(cfg, device, ranks, total),
-        critic=_build_critic(cfg, device, ranks, total) if cfg.needs_critic else None,
-        rollout=_build_rollout(cfg, tokenizer, device.torch_device(ranks.local_rank), ranks),
+        actor=_build_actor(plan, device, ranks, total),
+        critic=_build_critic(plan, device, ranks, total) if plan.critic.enable else None,
+        rollout=_build_rollout(plan, tokenizer, device.torch_device(ranks.local_rank), ranks),
         reward_manager=build_reward_manager(
-            cfg.custom_reward_function.path,
-            cfg.custom_reward_function.name,
-            cfg.custom_reward_function.reward_kwargs,
-            batch=True if cfg.reward_model.reward_manager == "batch" else None,
+            plan.reward_function.path or None,
+            plan.reward_function.name,
+            plan.reward_function.reward_kwargs,
+            batch=True if plan.reward_function.reward_manager == "batch" else None,
         ),
         reward_model=(
-            _build_reward_model(cfg, device.torch_device(ranks.local_rank))
-            if cfg.reward_model.enable
+            _build_reward_model(plan, tokenizer, device, ranks)
+            if plan.reward_model.enable
             else None
         ),
         total_training_steps=total,
     )
 
 
-def _dataset(cfg: BackendConfig, files: Any, tokenizer: Any, max_samples: int) -> RLDataset:
-    data = cfg.data
+def _dataset(plan: RunPlan, files: list[str], tokenizer: Any, max_samples: int) -> RLDataset:
+    data = plan.data
     options = DatasetOptions(
         prompt_key=data.prompt_key,
         reward_fn_key=data.reward_fn_key,
@@ -121,7 +134,12 @@ def _dataset(cfg: BackendConfig, files: Any, tokenizer: Any, max_samples: int) -
         return_raw_chat=data.return_raw_chat,
         apply_chat_template_kwargs=dict(data.apply_chat_template_kwargs),
     )
-    dataset = RLDataset.from_files(files, tokenizer, options)
+    if data.custom_cls.path:
+        cls = load_dataset_class(data.custom_cls.path, data.custom_cls.name)
+        source = plan.source["data"]
+        dataset = custom_dataset(cls, files, tokenizer, options, source, max_samples)
+    else:
+        dataset = RLDataset.from_files(files, tokenizer, options)
     if 0 < max_samples < len(dataset):
         rng = np.random.default_rng(data.seed)
         keep = rng.choice(len(dataset), max_samples, replace=False) if data.shuffle else None
@@ -137,60 +155,72 @@ def _seeded_build(seed: int, build: Any, *args: Any) -> nn.Module:
         return build(*args)
 
 
-def _build_actor(cfg: BackendConfig, device: Device, ranks: RankInfo, total: int) -> Actor:
-    arr = cfg.actor_rollout_ref
-    spec = actor_model_spec(cfg)
-    model = _seeded_build(arr.actor.fsdp_config.seed, build_causal_lm, spec)
-    model = apply_fsdp(
-        model.to(device.torch_device(ranks.local_rank)), arr.actor.fsdp_config, device
+def _build_actor(plan: RunPlan, device: Device, ranks: RankInfo, total: int) -> Actor:
+    spec = actor_model_spec(plan)
+    dtype = torch_dtype(plan.actor.fsdp_config.model_dtype)
+    target = device.torch_device(ranks.local_rank)
+    # Sharded init: meta build on every rank, only rank 0 reads the checkpoint (engine/init.py).
+    model = build_sharded(
+        partial(build_causal_lm_empty, spec, dtype),
+        partial(_seeded_build, plan.actor.fsdp_config.seed, build_causal_lm, spec, dtype),
+        plan.actor.fsdp_config,
+        device,
+        target,
+        is_main=ranks.is_main,
     )
     ref_model = None
-    if cfg.needs_reference and spec.lora_rank == 0:
+    if plan.ref.separate_model:
         ref_spec = replace(spec, enable_gradient_checkpointing=False)
-        ref_model = build_causal_lm(ref_spec).requires_grad_(False)
-        ref_model = apply_fsdp(
-            ref_model.to(device.torch_device(ranks.local_rank)), arr.ref.fsdp_config, device
-        )
+        ref_dtype = torch_dtype(plan.ref.fsdp_config.model_dtype)
+        ref_model = build_sharded(
+            partial(build_causal_lm_empty, ref_spec, ref_dtype),
+            partial(build_causal_lm, ref_spec, ref_dtype),
+            plan.ref.fsdp_config,
+            device,
+            target,
+            is_main=ranks.is_main,
+        ).requires_grad_(False)
     settings = ActorSettings(
-        temperature=arr.rollout.temperature,
-        use_remove_padding=bool(arr.actor.use_remove_padding),
-        rollout_n=arr.rollout.n,
+        temperature=plan.rollout.temperature,
+        use_remove_padding=plan.actor.use_remove_padding,
+        rollout_n=plan.rollout.n,
         world_size=ranks.world_size,
         total_training_steps=total,
     )
-    return Actor(model, arr.actor, settings, ref_model=ref_model)
+    return Actor(model, plan.actor, settings, ref_model=ref_model)
 
 
-def _build_critic(cfg: BackendConfig, device: Device, ranks: RankInfo, total: int) -> Critic:
-    critic_cfg = cfg.critic
+def _build_critic(plan: RunPlan, device: Device, ranks: RankInfo, total: int) -> Critic:
+    critic_cfg = plan.critic
     model_cfg = critic_cfg.model
     spec = ModelSpec(
-        path=model_cfg.path or cfg.actor_rollout_ref.model.path,
+        path=model_cfg.path,
         override_config=dict(model_cfg.override_config),
         trust_remote_code=model_cfg.trust_remote_code,
-        external_lib=model_cfg.external_lib,
+        external_lib=model_cfg.external_lib or None,
         enable_gradient_checkpointing=model_cfg.enable_gradient_checkpointing,
         lora_rank=model_cfg.lora_rank,
         lora_alpha=model_cfg.lora_alpha,
         target_modules=model_cfg.target_modules,
     )
-    model = _seeded_build(model_cfg.fsdp_config.seed, build_value_model, spec)
+    dtype = torch_dtype(model_cfg.fsdp_config.model_dtype)
+    model = _seeded_build(model_cfg.fsdp_config.seed, build_value_model, spec, dtype)
     model = apply_fsdp(
         model.to(device.torch_device(ranks.local_rank)), model_cfg.fsdp_config, device
     )
     return Critic(
         model,
         critic_cfg,
-        rollout_n=cfg.actor_rollout_ref.rollout.n,
+        rollout_n=plan.rollout.n,
         world_size=ranks.world_size,
         total_training_steps=total,
     )
 
 
 def _build_rollout(
-    cfg: BackendConfig, tokenizer: Any, device: torch.device, ranks: RankInfo
+    plan: RunPlan, tokenizer: Any, device: torch.device, ranks: RankInfo
 ) -> HFRollout | VLLMRollout:
-    rollout = cfg.actor_rollout_ref.rollout
+    rollout = plan.rollout
     use_vllm = rollout.name == "vllm" and vllm_available()
     if rollout.name != "hf" and not use_vllm:
         logger.warning(
@@ -198,7 +228,7 @@ def _build_rollout(
             "Hugging Face engine",
             rollout.name,
         )
-    spec = replace(actor_model_spec(cfg), enable_gradient_checkpointing=False)
+    spec = replace(actor_model_spec(plan), enable_gradient_checkpointing=False)
     if use_vllm and not ranks.is_main:
         with torch.device("meta"):  # only rank 0 keeps a host copy (checkpoint metadata, export)
             model = build_causal_lm(spec)
@@ -212,8 +242,8 @@ def _build_rollout(
     return build_vllm_rollout(
         rollout,
         model_path=spec.path,
-        prompt_length=rollout.prompt_length or cfg.data.max_prompt_length,
-        response_length=rollout.response_length or cfg.data.max_response_length,
+        prompt_length=rollout.prompt_length,
+        response_length=rollout.response_length,
         trust_remote_code=spec.trust_remote_code,
         hf_overrides=spec.override_config,
         eos_ids=eos_ids,
@@ -224,8 +254,30 @@ def _build_rollout(
     )
 
 
-def _build_reward_model(cfg: BackendConfig, device: torch.device) -> RewardModelScorer:
-    rm = cfg.reward_model
-    assert rm.model.path, "reward_model.enable needs reward_model.model.path"
-    spec = ModelSpec(path=rm.model.path, trust_remote_code=rm.model.trust_remote_code)
-    return RewardModelScorer(build_reward_model(spec).to(device), rm.micro_batch_size_per_gpu)
+def _build_reward_model(
+    plan: RunPlan, tokenizer: Any, device: Device, ranks: RankInfo
+) -> RewardModelScorer:
+    """Sharded with FSDP2 like the reference (`reward_model.model.fsdp_config`)."""
+    rm = plan.reward_model
+    assert rm.path, "reward_model.enable needs reward_model.model.path"
+    spec = ModelSpec(path=rm.path, trust_remote_code=rm.trust_remote_code)
+    model = build_reward_model(spec, torch_dtype(rm.fsdp_config.model_dtype))
+    model = apply_fsdp(model.to(device.torch_device(ranks.local_rank)), rm.fsdp_config, device)
+    micro = rm.micro_batch_size_per_gpu or None  # the plan's 0: the whole shard at once
+    return RewardModelScorer(model, micro, _reward_inputs(plan, tokenizer))
+
+
+def _reward_inputs(plan: RunPlan, tokenizer: Any) -> RewardInputs | None:
+    """Re-tokenise for the RM when its tokenizer is not the one the inputs were made with."""
+    rm = plan.reward_model
+    if not rm.input_tokenizer or rm.input_tokenizer == rm.path:
+        return None
+    source = (
+        tokenizer
+        if rm.input_tokenizer in (plan.data.tokenizer, plan.model.path)
+        else AutoTokenizer.from_pretrained(
+            rm.input_tokenizer, trust_remote_code=rm.trust_remote_code
+        )
+    )
+    target = AutoTokenizer.from_pretrained(rm.path, trust_remote_code=rm.trust_remote_code)
+    return RewardInputs(source=source, target=target)

@@ -21,6 +21,8 @@ from kuberl_runtime.algorithms import (
     build_kl_controller,
     compute_advantage,
 )
+from kuberl_runtime.algorithms.roll_rlvr import RollRLVROptions, roll_advantages, shape_scores
+from kuberl_runtime.checkpoint.contents import Contents
 from kuberl_runtime.checkpoint.export import export_hf_model, write_hf_metadata
 from kuberl_runtime.checkpoint.manager import CheckpointManager
 from kuberl_runtime.distributed import all_gather_rows
@@ -34,9 +36,11 @@ from kuberl_runtime.tracking import (
     build_tracker,
 )
 from kuberl_runtime.trainer import metrics as M
+from kuberl_runtime.trainer.balance import balance_order, row_workloads, seqlen_balance_metrics
 from kuberl_runtime.trainer.batch import Batch, shard_rows
 from kuberl_runtime.trainer.components import Components
 from kuberl_runtime.trainer.generation import VALIDATION_STREAM, generate_sharded, prompt_batch
+from kuberl_runtime.trainer.remax import REMAX_STREAM, greedy_params, reward_baselines
 from kuberl_runtime.trainer.rewards import score_batch
 from kuberl_runtime.trainer.state import restore_train_state, step_of, train_state
 from kuberl_runtime.trainer.validation import validation_metrics
@@ -47,12 +51,12 @@ logger = logging.getLogger(__name__)
 class Trainer:
     def __init__(self, components: Components, reporter: ProgressReporter) -> None:
         self.c = components
-        self.cfg = components.cfg
+        self.plan = components.plan
         # The control plane hears from rank 0 only.
         self.reporter = reporter if components.ranks.is_main else NullProgressReporter()
         self.global_step = 0
         self.tracker = Tracker([])  # fit() installs rank 0's backends
-        algo = self.cfg.algorithm
+        algo = self.plan.algorithm
         self.kl_ctrl = (
             build_kl_controller(
                 algo.kl_ctrl.type,
@@ -63,17 +67,14 @@ class Trainer:
             if algo.use_kl_in_reward
             else None
         )
-        trainer = self.cfg.trainer
-        keep = [k for k in (trainer.max_actor_ckpt_to_keep, trainer.max_critic_ckpt_to_keep) if k]
-        if trainer.remove_previous_ckpt_in_save:
-            keep.append(1)
+        keep = self.plan.trainer.max_ckpt_to_keep
         self.checkpoints = CheckpointManager(
-            components.run.checkpoint_dir, components.ranks, min(keep) if keep else None
+            components.run.checkpoint_dir, components.ranks, keep or None, self._contents()
         )
 
     # ---- run -------------------------------------------------------------------------------
     def fit(self) -> None:
-        trainer, total = self.cfg.trainer, self.c.total_training_steps
+        trainer, total = self.plan.trainer, self.c.total_training_steps
         self.global_step = self._resume()
         self.sync_rollout_weights()
         tracker = self.tracker = self._tracker()
@@ -100,19 +101,23 @@ class Trainer:
         epoch = self.c.sampler.epoch
         with M.timer("step", timings):
             batch = self._generate_step_batch(step, timings)
+            balance_metrics: dict[str, float] = {}
+            if self.plan.trainer.balance_batch:
+                batch, balance_metrics = self._balance(batch)
             maybe_crash("step_middle", step)
             worker_metrics = self._prepare_and_update(batch, step, timings)
             extra: dict[str, float] = {}
-            if self._due(self.cfg.trainer.test_freq, step) and self.c.val_data is not None:
+            if self._due(self.plan.trainer.test_freq, step) and self.c.val_data is not None:
                 with M.timer("testing", timings):
                     extra.update(self.validate())
-            if self._due(self.cfg.trainer.save_freq, step):
+            if self._due(self.plan.trainer.save_freq, step):
                 with M.timer("save_checkpoint", timings):
                     self.save_checkpoint(step)
         return {
             "training/global_step": step,
             "training/epoch": epoch,
             **worker_metrics,
+            **balance_metrics,
             **M.compute_data_metrics(batch, use_critic=self.c.critic is not None),
             **M.compute_timing_metrics(batch, timings),
             **M.compute_throughput_metrics(
@@ -124,7 +129,7 @@ class Trainer:
     # ---- one step ----------------------------------------------------------------------------
     def _generate_step_batch(self, step: int, timings: dict[str, float]) -> Batch:
         samples = self.c.train_data.batch(self.c.sampler.next_batch())
-        rollout_cfg = self.cfg.actor_rollout_ref.rollout
+        rollout_cfg = self.plan.rollout
         prompts = prompt_batch(
             samples, rollout_cfg.n, self._prompt_length, self.c.rollout.pad_id, f"{step}"
         )
@@ -139,16 +144,38 @@ class Trainer:
         with M.timer("gen", timings):
             batch = self._generate(prompts, params, stream=step)
         with M.timer("reward", timings):
-            model_scores = self._reward_model_scores(batch)
-            scores, _ = score_batch(batch, self.c.reward_manager, self.c.tokenizer, model_scores)
-            batch["token_level_scores"] = scores
+            batch["token_level_scores"] = self._scores(batch)
+        if self.plan.algorithm.adv_estimator == "remax":
+            with M.timer("gen_max", timings):
+                batch["reward_baselines"] = reward_baselines(
+                    samples,
+                    rollout_cfg.n,
+                    prompt_length=self._prompt_length,
+                    pad_id=self.c.rollout.pad_id,
+                    generate=lambda greedy: self._generate(
+                        greedy, greedy_params(params), stream=REMAX_STREAM + step
+                    ),
+                    score=self._scores,
+                )
         return batch
+
+    def _scores(self, batch: Batch) -> torch.Tensor:
+        model_scores = self._reward_model_scores(batch)
+        scores, _ = score_batch(batch, self.c.reward_manager, self.c.tokenizer, model_scores)
+        return scores
+
+    def _balance(self, batch: Batch) -> tuple[Batch, dict[str, float]]:
+        """verl's balance_batch: rank r gets a group of rows with a near-equal token load."""
+        positions = [self._local_rows(len(batch), r) for r in range(self.c.ranks.world_size)]
+        order = balance_order(row_workloads(batch["attention_mask"]), positions)
+        seqlens = batch["attention_mask"].sum(-1).tolist()
+        after = [[order[p] for p in rank_positions] for rank_positions in positions]
+        return batch.select(order), seqlen_balance_metrics(seqlens, positions, after)
 
     def _prepare_and_update(
         self, batch: Batch, step: int, timings: dict[str, float]
     ) -> dict[str, float]:
-        cfg, actor, critic = self.cfg, self.c.actor, self.c.critic
-        arr = cfg.actor_rollout_ref
+        plan, actor, critic = self.plan, self.c.actor, self.c.critic
         metrics: dict[str, list[float]] = {}
         with M.timer("old_log_prob", timings):
             # Entropy is always measured here: verl reports `actor/entropy` from this pass.
@@ -159,8 +186,8 @@ class Trainer:
                 ),
             )
             batch["old_log_probs"] = out["old_log_probs"]
-            entropy = agg_loss(out["entropys"], batch["response_mask"], arr.actor.loss_agg_mode)
-        if cfg.needs_reference:
+            entropy = agg_loss(out["entropys"], batch["response_mask"], plan.actor.loss_agg_mode)
+        if plan.ref.enabled:
             with M.timer("ref", timings):
                 batch["ref_log_prob"] = self._on_shards(
                     batch,
@@ -174,10 +201,14 @@ class Trainer:
         with M.timer("adv", timings):
             scalar_metrics = self._compute_advantages(batch)
         local = batch.select(self._local_rows(len(batch)))
-        if critic is not None:
+        # ROLL's max_len/difficulty masks leave rows out of the losses; with none left, ROLL skips.
+        skip = "final_response_mask" in batch.tensors and not batch["final_response_mask"].any()
+        if "final_response_mask" in local.tensors:
+            local["response_mask"] = local["final_response_mask"]
+        if critic is not None and not skip:
             with M.timer("update_critic", timings):
                 metrics.update(critic.update_critic(local))
-        if cfg.trainer.critic_warmup <= step:
+        if plan.trainer.critic_warmup <= step and not skip:
             with M.timer("update_actor", timings):
                 metrics.update(actor.update_policy(local))
             with M.timer("update_weights", timings):
@@ -187,30 +218,60 @@ class Trainer:
         return {**reduced, **scalar_metrics}
 
     def _compute_advantages(self, batch: Batch) -> dict[str, float]:
-        algo = self.cfg.algorithm
+        algo = self.plan.algorithm
         metrics: dict[str, float] = {}
+        scores = batch["token_level_scores"]
+        # ROLL's RLVR options (off unless set): masks, score normalisation and clips.
+        roll = RollRLVROptions.from_settings(**algo.roll_rlvr.model_dump())
+        if roll.active:
+            shaped = shape_scores(
+                scores,
+                batch["response_mask"],
+                batch.objects["uid"],
+                self._response_length,
+                algo.adv_estimator,
+                roll,
+            )
+            scores, metrics = shaped.token_level_scores, dict(shaped.metrics)
         if self.kl_ctrl is not None:
-            rewards, metrics = apply_kl_penalty(
-                token_level_scores=batch["token_level_scores"],
+            rewards, kl_metrics = apply_kl_penalty(
+                token_level_scores=scores,
                 response_mask=batch["response_mask"],
                 old_log_probs=batch["old_log_probs"],
                 ref_log_prob=batch["ref_log_prob"],
                 kl_ctrl=self.kl_ctrl,
                 kl_penalty_type=algo.kl_penalty,
             )
+            metrics.update(kl_metrics)
             batch["token_level_rewards"] = rewards
         else:
-            batch["token_level_rewards"] = batch["token_level_scores"]
-        advantages, returns = compute_advantage(
-            algo.adv_estimator,
-            token_level_rewards=batch["token_level_rewards"],
-            response_mask=batch["response_mask"],
-            index=batch.objects["uid"],
-            values=batch.tensors.get("values"),
-            gamma=algo.gamma,
-            lam=algo.lam,
-            norm_adv_by_std_in_grpo=algo.norm_adv_by_std_in_grpo,
-        )
+            batch["token_level_rewards"] = scores
+        estimator_inputs: dict[str, Any] = {
+            "index": batch.objects["uid"],
+            "values": batch.tensors.get("values"),
+            "reward_baselines": batch.tensors.get("reward_baselines"),
+            "gamma": algo.gamma,
+            "lam": algo.lam,
+            "norm_adv_by_std_in_grpo": algo.norm_adv_by_std_in_grpo,
+        }
+        if roll.active:
+            advantages, returns, final_mask, roll_metrics = roll_advantages(
+                algo.adv_estimator,
+                token_level_rewards=batch["token_level_rewards"],
+                response_mask=batch["response_mask"],
+                sample_keep=shaped.sample_mask,
+                options=roll,
+                **estimator_inputs,
+            )
+            metrics.update(roll_metrics)
+            batch["final_response_mask"] = final_mask  # the updates' loss mask (ROLL's)
+        else:
+            advantages, returns = compute_advantage(
+                algo.adv_estimator,
+                token_level_rewards=batch["token_level_rewards"],
+                response_mask=batch["response_mask"],
+                **estimator_inputs,
+            )
         batch["advantages"], batch["returns"] = advantages, returns
         return metrics
 
@@ -221,7 +282,7 @@ class Trainer:
             self.c.rollout,
             params,
             ranks=self.c.ranks,
-            seed=self.cfg.trainer.seed,
+            seed=self.plan.trainer.seed,
             stream=stream,
             eos_ids=self.c.rollout.eos_ids,
             pad_id=self.c.rollout.pad_id,
@@ -235,8 +296,8 @@ class Trainer:
 
     def _local_rows(self, num_rows: int, rank: int | None = None) -> list[int]:
         """`rank`'s (default: this rank's) share of every mini-batch of the step's rows."""
-        arr = self.cfg.actor_rollout_ref
-        mini = min(arr.actor.ppo_mini_batch_size * arr.rollout.n, num_rows)
+        plan = self.plan
+        mini = min(plan.actor.ppo_mini_batch_size * plan.rollout.n, num_rows)
         ranks = self.c.ranks
         return shard_rows(num_rows, mini, ranks.rank if rank is None else rank, ranks.world_size)
 
@@ -255,30 +316,28 @@ class Trainer:
         return result
 
     def _log_prob_batching(self) -> MicroBatching:
-        rollout = self.cfg.actor_rollout_ref.rollout
+        rollout = self.plan.rollout
         return MicroBatching(
-            rollout.log_prob_micro_batch_size_per_gpu,
-            bool(rollout.log_prob_use_dynamic_bsz),
-            rollout.log_prob_max_token_len_per_gpu or 16384,
+            rollout.log_prob_micro_batch_size_per_gpu or None,
+            rollout.log_prob_use_dynamic_bsz,
+            rollout.log_prob_max_token_len_per_gpu,
         )
 
     def _ref_batching(self) -> MicroBatching:
-        ref = self.cfg.actor_rollout_ref.ref
+        ref = self.plan.ref
         return MicroBatching(
-            ref.log_prob_micro_batch_size_per_gpu,
-            bool(ref.log_prob_use_dynamic_bsz),
-            ref.log_prob_max_token_len_per_gpu or 16384,
+            ref.log_prob_micro_batch_size_per_gpu or None,
+            ref.log_prob_use_dynamic_bsz,
+            ref.log_prob_max_token_len_per_gpu,
         )
 
     @property
     def _prompt_length(self) -> int:
-        rollout = self.cfg.actor_rollout_ref.rollout
-        return rollout.prompt_length or self.cfg.data.max_prompt_length
+        return self.plan.rollout.prompt_length
 
     @property
     def _response_length(self) -> int:
-        rollout = self.cfg.actor_rollout_ref.rollout
-        return rollout.response_length or self.cfg.data.max_response_length
+        return self.plan.rollout.response_length
 
     def _due(self, freq: int, step: int) -> bool:
         return freq > 0 and (step % freq == 0 or step == self.c.total_training_steps)
@@ -286,7 +345,7 @@ class Trainer:
     # ---- validation, weights, checkpoints ----------------------------------------------------
     def validate(self) -> dict[str, float]:
         assert self.c.val_data is not None
-        val = self.cfg.actor_rollout_ref.rollout.val_kwargs
+        val = self.plan.rollout.val_kwargs
         params = SamplingParams(
             response_length=self._response_length,
             temperature=val.temperature,
@@ -313,7 +372,12 @@ class Trainer:
     def save_checkpoint(self, step: int) -> Path:
         def write_main_files(tmp: Path) -> None:
             (tmp / "config.json").write_text(self.c.run.to_json())
-            write_hf_metadata(self.c.rollout.model, self.c.tokenizer, tmp / "actor" / "huggingface")
+            hf_dir = tmp / "actor" / "huggingface"
+            if self.checkpoints.contents_of("actor").saves("hf_model"):
+                hf_dir.parent.mkdir(parents=True, exist_ok=True)
+                export_hf_model(self.c.rollout.model, self.c.tokenizer, hf_dir)
+            else:
+                write_hf_metadata(self.c.rollout.model, self.c.tokenizer, hf_dir)
 
         path = self.checkpoints.save(
             step, train_state(self.c, self.kl_ctrl, step), write_main_files
@@ -322,8 +386,15 @@ class Trainer:
         self.tracker.on_checkpoint(step)
         return path
 
+    def _contents(self) -> dict[str, Contents]:
+        actor, critic = self.plan.actor.checkpoint, self.plan.critic.checkpoint
+        return {
+            "actor": Contents(tuple(actor.save_contents), tuple(actor.load_contents)),
+            "critic": Contents(tuple(critic.save_contents), tuple(critic.load_contents)),
+        }
+
     def _resume(self) -> int:
-        trainer = self.cfg.trainer
+        trainer = self.plan.trainer
         self.checkpoints.remove_partial_writes()
         if trainer.resume_mode == "disable":
             return 0
@@ -343,20 +414,20 @@ class Trainer:
         """Merged Hugging Face model of the final policy into `<output_dir>/huggingface/`."""
         if not self.c.ranks.is_main:
             return None
-        target = self.c.run.output_dir / "huggingface"
+        target = Path(self.plan.paths.hf_export_dir)
         export_hf_model(self.c.rollout.model, self.c.tokenizer, target)
         logger.info("exported the trained model to %s", target)
         return str(target)
 
     def _tracker(self) -> Tracker:
-        trainer = self.cfg.trainer
+        trainer = self.plan.trainer
         return build_tracker(
             is_main=self.c.ranks.is_main,
-            log_dir=self.c.run.output_dir / "logs",
+            log_dir=Path(self.plan.paths.logs_dir),
             loggers=trainer.loggers,
             total_steps=self.c.total_training_steps,
             start_step=self.global_step,
             project=trainer.project_name,
             experiment=trainer.experiment_name,
-            config=self.cfg.model_dump(mode="json"),
+            config=self.plan.source,
         )

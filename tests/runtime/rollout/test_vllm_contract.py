@@ -275,7 +275,7 @@ def test_rollout_name_vllm_selects_the_vllm_engine_when_importable(
     from kuberl_runtime.trainer.components import _build_rollout
 
     save_tiny_model(tmp_path / "model", AutoTokenizer.from_pretrained(TOKENIZER_DIR), seed=0)
-    cfg = _run_config(tmp_path, "vllm").backend_config
+    cfg = _run_config(tmp_path, "vllm").plan
     tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
     ranks = RankInfo(rank=0, world_size=1, local_rank=0)
     engine = _build_rollout(cfg, tokenizer, torch.device("cpu"), ranks)

@@ -1,0 +1,373 @@
+"""``build_run_plan``: a validated job becomes one frozen, fully resolved ``RunPlan``.
+
+Input is the effective backend_config (placement derived from the pools, deprecated keys
+converted: ``kuberl_api.effective``) plus ``af_output_dir``. Every default that follows another
+key and every derived number is decided here, once; the runtime reads only the result.
+"""
+
+import json
+import os
+import posixpath
+from typing import Any
+
+from kuberl_api.backend_config import BackendConfig
+from kuberl_api.backend_config.actor import CheckpointConfig, FSDPConfig, OptimConfig
+from kuberl_api.plan.run_plan import RunPlan
+from kuberl_api.plan.sections import (
+    ActorPlan,
+    AlgorithmPlan,
+    CheckpointPlan,
+    CriticModelPlan,
+    CriticPlan,
+    CustomClassPlan,
+    DataPlan,
+    EngineKwargsPlan,
+    FSDPPlan,
+    KLControlPlan,
+    ModelPlan,
+    OptimPlan,
+    PathsPlan,
+    PlacementPlan,
+    PolicyLossPlan,
+    RefPlan,
+    RewardFunctionPlan,
+    RewardModelPlan,
+    RolloutPlan,
+    RollRLVRPlan,
+    SamplingPlan,
+    TrainerPlan,
+)
+
+
+def build_run_plan(effective: BackendConfig, af_output_dir: str | None = None) -> RunPlan:
+    placement = _placement(effective)
+    return RunPlan(
+        placement=placement,
+        paths=_paths(effective, af_output_dir),
+        data=_data(effective),
+        model=_model(effective),
+        actor=_actor(effective, placement),
+        ref=_ref(effective),
+        rollout=_rollout(effective),
+        critic=_critic(effective),
+        reward_model=_reward_model(effective),
+        reward_function=_reward_function(effective),
+        algorithm=_algorithm(effective),
+        trainer=_trainer(effective),
+        source=json.loads(effective.model_dump_json()),
+    )
+
+
+def _placement(cfg: BackendConfig) -> PlacementPlan:
+    trainer = cfg.trainer
+    assert trainer.nnodes and trainer.n_gpus_per_node, "placement is derived"
+    world = trainer.nnodes * trainer.n_gpus_per_node
+    sp = cfg.actor_rollout_ref.actor.ulysses_sequence_parallel_size
+    return PlacementPlan(
+        nnodes=trainer.nnodes,
+        n_gpus_per_node=trainer.n_gpus_per_node,
+        world_size=world,
+        device=trainer.device or "auto",
+        dp_size=max(world // sp, 1),
+        sp_size=sp,
+        nccl_timeout=cfg.actor_rollout_ref.nccl_timeout,
+    )
+
+
+def _paths(cfg: BackendConfig, af_output_dir: str | None) -> PathsPlan:
+    checkpoint_dir = os.path.abspath(cfg.trainer.default_local_dir or "checkpoints")
+    output_dir = os.path.abspath(af_output_dir) if af_output_dir else checkpoint_dir
+    return PathsPlan(
+        output_dir=output_dir,
+        checkpoint_dir=checkpoint_dir,
+        logs_dir=posixpath.join(output_dir, "logs"),
+        hf_export_dir=posixpath.join(output_dir, "huggingface"),
+    )
+
+
+def _files(value: str | list[str] | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _data(cfg: BackendConfig) -> DataPlan:
+    data = cfg.data
+    assert data.tokenizer is not None and data.seed is not None, "filled by the models"
+    return DataPlan(
+        tokenizer=data.tokenizer,
+        train_files=_files(data.train_files),
+        val_files=_files(data.val_files),
+        train_max_samples=data.train_max_samples,
+        val_max_samples=data.val_max_samples,
+        prompt_key=data.prompt_key,
+        reward_fn_key=data.reward_fn_key,
+        max_prompt_length=data.max_prompt_length,
+        max_response_length=data.max_response_length,
+        train_batch_size=data.train_batch_size,
+        shuffle=data.shuffle,
+        seed=data.seed,
+        filter_overlong_prompts=data.filter_overlong_prompts,
+        truncation=data.truncation,
+        trust_remote_code=data.trust_remote_code,
+        return_raw_chat=data.return_raw_chat,
+        apply_chat_template_kwargs=dict(data.apply_chat_template_kwargs),
+        custom_cls=CustomClassPlan(
+            path=data.custom_cls.path or "", name=data.custom_cls.name or ""
+        ),
+    )
+
+
+def _model(cfg: BackendConfig) -> ModelPlan:
+    model = cfg.actor_rollout_ref.model
+    return ModelPlan(
+        path=model.path,
+        override_config=dict(model.override_config),
+        trust_remote_code=model.trust_remote_code,
+        external_lib=model.external_lib or "",
+        enable_gradient_checkpointing=model.enable_gradient_checkpointing,
+        lora_rank=model.lora_rank,
+        lora_alpha=model.lora_alpha,
+        target_modules=_str_or_list(model.target_modules),
+        exclude_modules=_files(model.exclude_modules),
+        custom_chat_template=model.custom_chat_template or "",
+        lora_adapter_path=model.lora_adapter_path or "",
+    )
+
+
+def _str_or_list(value: str | list[str]) -> str | list[str]:
+    return value if isinstance(value, str) else list(value)
+
+
+def _optim(optim: OptimConfig) -> OptimPlan:
+    return OptimPlan(
+        lr=float(optim.lr),
+        lr_warmup_steps=optim.lr_warmup_steps if optim.lr_warmup_steps is not None else -1,
+        lr_warmup_steps_ratio=float(optim.lr_warmup_steps_ratio),
+        lr_scheduler_type=optim.lr_scheduler_type or optim.warmup_style or "constant",
+        min_lr_ratio=float(optim.min_lr_ratio),
+        num_cycles=float(optim.num_cycles),
+        weight_decay=float(optim.weight_decay),
+        betas=[float(b) for b in optim.betas],
+        optimizer=optim.optimizer,
+    )
+
+
+def _fsdp(fsdp: FSDPConfig) -> FSDPPlan:
+    return FSDPPlan(
+        param_offload=fsdp.param_offload,
+        offload_policy=fsdp.offload_policy,
+        reshard_after_forward=fsdp.reshard_after_forward,
+        dtype=fsdp.dtype,
+        seed=fsdp.seed,
+        model_dtype=fsdp.model_dtype,
+    )
+
+
+def _checkpoint(checkpoint: CheckpointConfig) -> CheckpointPlan:
+    save = list(checkpoint.save_contents)
+    load = checkpoint.load_contents
+    return CheckpointPlan(
+        save_contents=save, load_contents=list(load) if load is not None else save
+    )
+
+
+def _clip_grad(optim: OptimConfig, grad_clip: float) -> float:
+    """verl 0.9.1's engine clips at optim.clip_grad; the older role-level grad_clip otherwise."""
+    return float(optim.clip_grad if "clip_grad" in optim.model_fields_set else grad_clip)
+
+
+def _actor(cfg: BackendConfig, placement: PlacementPlan) -> ActorPlan:
+    actor, n = cfg.actor_rollout_ref.actor, cfg.actor_rollout_ref.rollout.n
+    clip = float(actor.clip_ratio)
+    return ActorPlan(
+        ppo_mini_batch_size=actor.ppo_mini_batch_size,
+        ppo_micro_batch_size_per_gpu=actor.ppo_micro_batch_size_per_gpu or 0,
+        use_dynamic_bsz=actor.use_dynamic_bsz,
+        ppo_max_token_len_per_gpu=actor.ppo_max_token_len_per_gpu,
+        mini_batch_rows_per_rank=max(actor.ppo_mini_batch_size * n // placement.dp_size, 1),
+        grad_clip=_clip_grad(actor.optim, actor.grad_clip),
+        clip_ratio=clip,
+        clip_ratio_low=float(actor.clip_ratio_low) if actor.clip_ratio_low is not None else clip,
+        clip_ratio_high=float(actor.clip_ratio_high) if actor.clip_ratio_high is not None else clip,
+        clip_ratio_c=float(actor.clip_ratio_c),
+        policy_loss=PolicyLossPlan(loss_mode=actor.policy_loss.loss_mode),
+        loss_agg_mode=actor.loss_agg_mode,
+        loss_scale_factor=(
+            float(actor.loss_scale_factor) if actor.loss_scale_factor is not None else None
+        ),
+        entropy_coeff=float(actor.entropy_coeff),
+        calculate_entropy=actor.calculate_entropy,
+        use_kl_loss=actor.use_kl_loss,
+        kl_loss_coef=float(actor.kl_loss_coef),
+        kl_loss_type=actor.kl_loss_type,
+        ppo_epochs=actor.ppo_epochs,
+        use_remove_padding=bool(actor.use_remove_padding),
+        optim=_optim(actor.optim),
+        fsdp_config=_fsdp(actor.fsdp_config),
+        checkpoint=_checkpoint(actor.checkpoint),
+    )
+
+
+def _ref(cfg: BackendConfig) -> RefPlan:
+    arr = cfg.actor_rollout_ref
+    ref = arr.ref
+    return RefPlan(
+        enabled=cfg.needs_reference,
+        separate_model=cfg.needs_reference and arr.model.lora_rank == 0,
+        log_prob_micro_batch_size_per_gpu=ref.log_prob_micro_batch_size_per_gpu or 0,
+        log_prob_use_dynamic_bsz=bool(ref.log_prob_use_dynamic_bsz),
+        log_prob_max_token_len_per_gpu=_filled(ref.log_prob_max_token_len_per_gpu),
+        fsdp_config=_fsdp(ref.fsdp_config),
+    )
+
+
+def _filled(value: int | None) -> int:
+    assert value is not None, "inherited from the actor by the models"
+    return value
+
+
+def _sampling(node: Any) -> SamplingPlan:
+    return SamplingPlan(
+        temperature=float(node.temperature),
+        top_k=node.top_k,
+        top_p=float(node.top_p),
+        do_sample=node.do_sample,
+        n=node.n,
+    )
+
+
+def _rollout(cfg: BackendConfig) -> RolloutPlan:
+    r = cfg.actor_rollout_ref.rollout
+    prompt_length = r.prompt_length or cfg.data.max_prompt_length
+    response_length = r.response_length or cfg.data.max_response_length
+    return RolloutPlan(
+        name=r.name,
+        **_sampling(r).model_dump(),
+        ignore_eos=r.ignore_eos,
+        prompt_length=prompt_length,
+        response_length=response_length,
+        dtype=r.dtype,
+        gpu_memory_utilization=float(r.gpu_memory_utilization),
+        enforce_eager=r.enforce_eager,
+        free_cache_engine=r.free_cache_engine,
+        load_format=r.load_format,
+        tensor_model_parallel_size=r.tensor_model_parallel_size,
+        max_num_batched_tokens=r.max_num_batched_tokens,
+        max_model_len=r.max_model_len or prompt_length + response_length,
+        max_num_seqs=r.max_num_seqs,
+        enable_chunked_prefill=r.enable_chunked_prefill,
+        enable_prefix_caching=r.enable_prefix_caching,
+        disable_log_stats=r.disable_log_stats,
+        log_prob_micro_batch_size_per_gpu=r.log_prob_micro_batch_size_per_gpu or 0,
+        log_prob_use_dynamic_bsz=bool(r.log_prob_use_dynamic_bsz),
+        log_prob_max_token_len_per_gpu=_filled(r.log_prob_max_token_len_per_gpu),
+        engine_kwargs=EngineKwargsPlan(vllm=dict(r.engine_kwargs.vllm)),
+        val_kwargs=_sampling(r.val_kwargs),
+    )
+
+
+def _critic(cfg: BackendConfig) -> CriticPlan:
+    c, m = cfg.critic, cfg.critic.model
+    assert c.ppo_mini_batch_size and c.ppo_epochs and c.loss_agg_mode, "inherited from the actor"
+    return CriticPlan(
+        enable=bool(c.enable),
+        model=CriticModelPlan(
+            path=m.path or cfg.actor_rollout_ref.model.path,
+            override_config=dict(m.override_config),
+            external_lib=m.external_lib or "",
+            trust_remote_code=m.trust_remote_code,
+            enable_gradient_checkpointing=m.enable_gradient_checkpointing,
+            use_remove_padding=m.use_remove_padding,
+            lora_rank=m.lora_rank,
+            lora_alpha=m.lora_alpha,
+            target_modules=_str_or_list(m.target_modules),
+            fsdp_config=_fsdp(m.fsdp_config),
+        ),
+        optim=_optim(c.optim),
+        ppo_mini_batch_size=c.ppo_mini_batch_size,
+        ppo_micro_batch_size_per_gpu=c.ppo_micro_batch_size_per_gpu or 0,
+        forward_micro_batch_size_per_gpu=c.forward_micro_batch_size_per_gpu or 0,
+        use_dynamic_bsz=bool(c.use_dynamic_bsz),
+        ppo_max_token_len_per_gpu=c.ppo_max_token_len_per_gpu,
+        forward_max_token_len_per_gpu=_filled(c.forward_max_token_len_per_gpu),
+        ppo_epochs=c.ppo_epochs,
+        grad_clip=_clip_grad(c.optim, c.grad_clip),
+        cliprange_value=float(c.cliprange_value),
+        loss_agg_mode=c.loss_agg_mode,
+        checkpoint=_checkpoint(c.checkpoint),
+    )
+
+
+def _reward_model(cfg: BackendConfig) -> RewardModelPlan:
+    rm = cfg.reward_model
+    return RewardModelPlan(
+        enable=rm.enable,
+        path=rm.model.path or "",
+        trust_remote_code=rm.model.trust_remote_code,
+        micro_batch_size_per_gpu=rm.micro_batch_size_per_gpu or 0,
+        input_tokenizer=rm.model.input_tokenizer or "",
+        fsdp_config=_fsdp(rm.model.fsdp_config),
+    )
+
+
+def _reward_function(cfg: BackendConfig) -> RewardFunctionPlan:
+    fn = cfg.custom_reward_function
+    return RewardFunctionPlan(
+        path=fn.path or "",
+        name=fn.name,
+        reward_kwargs=dict(fn.reward_kwargs),
+        reward_manager=cfg.reward_model.reward_manager or "naive",
+    )
+
+
+def _algorithm(cfg: BackendConfig) -> AlgorithmPlan:
+    a, kl = cfg.algorithm, cfg.algorithm.kl_ctrl
+    return AlgorithmPlan(
+        gamma=float(a.gamma),
+        lam=float(a.lam),
+        adv_estimator=a.adv_estimator,
+        norm_adv_by_std_in_grpo=a.norm_adv_by_std_in_grpo,
+        use_kl_in_reward=a.use_kl_in_reward,
+        kl_penalty=a.kl_penalty,
+        kl_ctrl=KLControlPlan(
+            type=kl.type,
+            kl_coef=float(kl.kl_coef),
+            horizon=kl.horizon,
+            target_kl=float(kl.target_kl),
+        ),
+        roll_rlvr=RollRLVRPlan(
+            reward_clip=float(a.reward_clip or 0.0),
+            advantage_clip=float(a.advantage_clip or 0.0),
+            norm_mean_type=a.norm_mean_type or "none",
+            norm_std_type=a.norm_std_type or "none",
+            max_len_mask=a.max_len_mask,
+            difficulty_mask=a.difficulty_mask,
+            difficulty_low_threshold=float(a.difficulty_low_threshold),
+            difficulty_high_threshold=float(a.difficulty_high_threshold),
+        ),
+    )
+
+
+def _trainer(cfg: BackendConfig) -> TrainerPlan:
+    t = cfg.trainer
+    keep = [k for k in (t.max_actor_ckpt_to_keep, t.max_critic_ckpt_to_keep) if k]
+    if t.remove_previous_ckpt_in_save:
+        keep.append(1)
+    return TrainerPlan(
+        total_epochs=t.total_epochs,
+        total_training_steps=t.total_training_steps or 0,
+        project_name=t.project_name,
+        experiment_name=t.experiment_name,
+        loggers=t.loggers,
+        save_freq=t.save_freq,
+        test_freq=t.test_freq,
+        val_before_train=t.val_before_train,
+        val_only=t.val_only,
+        critic_warmup=t.critic_warmup,
+        resume_mode=t.resume_mode,
+        resume_from_path=t.resume_from_path or "",
+        max_ckpt_to_keep=min(keep) if keep else 0,
+        seed=t.seed,
+        balance_batch=t.balance_batch,
+    )

@@ -1,0 +1,305 @@
+"""The run plan's parts: frozen, fully resolved, no optional fields.
+
+Field names are verl's where a verl key decides the value, so ``kuberl keys`` and the plan speak
+the same language. "Absent" is spelled as an empty string or list, and a few verl ``null`` s
+have a named meaning instead (``max_ckpt_to_keep: 0`` = keep all); each says so below. The one
+exception is ``actor.loss_scale_factor`` (see there).
+"""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Device = Literal["cuda", "npu", "cpu", "auto"]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+class PlacementPlan(Frozen):
+    nnodes: int
+    n_gpus_per_node: int
+    world_size: int
+    device: Device
+    """"auto": not written and no worker pool to derive it from; the runtime uses what its
+    machine has and logs it. A named accelerator that is not visible is an error there."""
+    dp_size: int
+    """Data-parallel ranks: world_size / sp_size."""
+    sp_size: int
+    """Ulysses sequence-parallel degree; 1 until issue 16 (the registry refuses other values)."""
+    nccl_timeout: int
+
+
+class PathsPlan(Frozen):
+    """Absolute paths of a run's outputs."""
+
+    output_dir: str
+    """af_output_dir, or the checkpoint directory when there is none."""
+    checkpoint_dir: str
+    logs_dir: str
+    hf_export_dir: str
+
+
+class CustomClassPlan(Frozen):
+    path: str
+    """Empty: kuberl's own dataset."""
+    name: str
+
+
+class DataPlan(Frozen):
+    tokenizer: str
+    train_files: list[str]
+    val_files: list[str]
+    """Empty: no validation."""
+    train_max_samples: int
+    val_max_samples: int
+    prompt_key: str
+    reward_fn_key: str
+    max_prompt_length: int
+    max_response_length: int
+    train_batch_size: int
+    shuffle: bool
+    seed: int
+    filter_overlong_prompts: bool
+    truncation: Literal["error", "left", "right", "middle"]
+    trust_remote_code: bool
+    return_raw_chat: bool
+    apply_chat_template_kwargs: dict[str, Any]
+    custom_cls: CustomClassPlan
+
+
+class ModelPlan(Frozen):
+    path: str
+    override_config: dict[str, Any]
+    trust_remote_code: bool
+    external_lib: str
+    """Empty: none."""
+    enable_gradient_checkpointing: bool
+    lora_rank: int
+    lora_alpha: int
+    target_modules: str | list[str]
+    exclude_modules: list[str]
+    custom_chat_template: str
+    """Empty: the tokenizer's own template."""
+    lora_adapter_path: str
+    """Empty: a fresh adapter."""
+
+
+class OptimPlan(Frozen):
+    lr: float
+    lr_warmup_steps: int
+    lr_warmup_steps_ratio: float
+    lr_scheduler_type: Literal["constant", "cosine"]
+    min_lr_ratio: float
+    num_cycles: float
+    weight_decay: float
+    betas: list[float]
+    optimizer: Literal["AdamW"]
+
+
+class FSDPPlan(Frozen):
+    param_offload: bool
+    offload_policy: bool
+    reshard_after_forward: bool
+    dtype: str
+    seed: int
+    model_dtype: str
+    """The dtype the module is built and held in (its master weights)."""
+
+
+class CheckpointPlan(Frozen):
+    save_contents: list[str]
+    load_contents: list[str]
+
+
+class PolicyLossPlan(Frozen):
+    loss_mode: str
+
+
+class ActorPlan(Frozen):
+    ppo_mini_batch_size: int
+    ppo_micro_batch_size_per_gpu: int
+    """0 with use_dynamic_bsz: micro batches are cut by token budget instead."""
+    use_dynamic_bsz: bool
+    ppo_max_token_len_per_gpu: int
+    mini_batch_rows_per_rank: int
+    """Responses per rank per optimizer step: ppo_mini_batch_size x rollout.n / dp_size."""
+    grad_clip: float
+    """optim.clip_grad (verl 0.9.1's engine reads it) when written, else actor.grad_clip."""
+    clip_ratio: float
+    clip_ratio_low: float
+    clip_ratio_high: float
+    clip_ratio_c: float
+    policy_loss: PolicyLossPlan
+    loss_agg_mode: str
+    loss_scale_factor: float | None
+    """The one optional field: null divides by the padded response length at loss time
+    (verl's seq-mean-token-sum-norm), a length only the batch knows."""
+    entropy_coeff: float
+    calculate_entropy: bool
+    use_kl_loss: bool
+    kl_loss_coef: float
+    kl_loss_type: str
+    ppo_epochs: int
+    use_remove_padding: bool
+    optim: OptimPlan
+    fsdp_config: FSDPPlan
+    checkpoint: CheckpointPlan
+
+
+class RefPlan(Frozen):
+    enabled: bool
+    """A reference log-prob is needed (KL loss or KL in reward)."""
+    separate_model: bool
+    """A frozen copy is built; with LoRA the actor with adapters disabled is the reference."""
+    log_prob_micro_batch_size_per_gpu: int
+    log_prob_use_dynamic_bsz: bool
+    log_prob_max_token_len_per_gpu: int
+    fsdp_config: FSDPPlan
+
+
+class SamplingPlan(Frozen):
+    temperature: float
+    top_k: int
+    top_p: float
+    do_sample: bool
+    n: int
+
+
+class EngineKwargsPlan(Frozen):
+    vllm: dict[str, Any]
+
+
+class RolloutPlan(Frozen):
+    name: Literal["vllm", "hf", "sglang"]
+    temperature: float
+    top_k: int
+    top_p: float
+    do_sample: bool
+    n: int
+    ignore_eos: bool
+    prompt_length: int
+    response_length: int
+    dtype: str
+    gpu_memory_utilization: float
+    enforce_eager: bool
+    free_cache_engine: bool
+    load_format: str
+    tensor_model_parallel_size: int
+    max_num_batched_tokens: int
+    max_model_len: int
+    """verl's null: prompt_length + response_length."""
+    max_num_seqs: int
+    enable_chunked_prefill: bool
+    enable_prefix_caching: bool
+    disable_log_stats: bool
+    log_prob_micro_batch_size_per_gpu: int
+    log_prob_use_dynamic_bsz: bool
+    log_prob_max_token_len_per_gpu: int
+    engine_kwargs: EngineKwargsPlan
+    val_kwargs: SamplingPlan
+
+
+class CriticModelPlan(Frozen):
+    path: str
+    override_config: dict[str, Any]
+    external_lib: str
+    trust_remote_code: bool
+    enable_gradient_checkpointing: bool
+    use_remove_padding: bool
+    lora_rank: int
+    lora_alpha: int
+    target_modules: str | list[str]
+    fsdp_config: FSDPPlan
+
+
+class CriticPlan(Frozen):
+    enable: bool
+    model: CriticModelPlan
+    optim: OptimPlan
+    ppo_mini_batch_size: int
+    ppo_micro_batch_size_per_gpu: int
+    forward_micro_batch_size_per_gpu: int
+    use_dynamic_bsz: bool
+    ppo_max_token_len_per_gpu: int
+    forward_max_token_len_per_gpu: int
+    ppo_epochs: int
+    grad_clip: float
+    """optim.clip_grad when written, else critic.grad_clip."""
+    cliprange_value: float
+    loss_agg_mode: str
+    checkpoint: CheckpointPlan
+
+
+class RewardModelPlan(Frozen):
+    enable: bool
+    path: str
+    trust_remote_code: bool
+    micro_batch_size_per_gpu: int
+    """0: the rank's whole shard in one forward."""
+    input_tokenizer: str
+    """Empty: the actor's tokenizer, ids fed as they are; else responses are decoded and
+    re-tokenised with this one."""
+    fsdp_config: FSDPPlan
+
+
+class RewardFunctionPlan(Frozen):
+    path: str
+    """Empty: the built-in scorers chosen by data source."""
+    name: str
+    reward_kwargs: dict[str, Any]
+    reward_manager: str
+
+
+class KLControlPlan(Frozen):
+    type: Literal["fixed", "adaptive"]
+    kl_coef: float
+    horizon: int
+    target_kl: float
+
+
+class RollRLVRPlan(Frozen):
+    """ROLL's RLVR options (kuberl extension, H-numbers; runtime algorithms/roll_rlvr.py)."""
+
+    reward_clip: float
+    """0: no clip."""
+    advantage_clip: float
+    """0: no clip."""
+    norm_mean_type: Literal["batch", "group", "none"]
+    norm_std_type: Literal["batch", "group", "none"]
+    max_len_mask: bool
+    difficulty_mask: bool
+    difficulty_low_threshold: float
+    difficulty_high_threshold: float
+
+
+class AlgorithmPlan(Frozen):
+    gamma: float
+    lam: float
+    adv_estimator: str
+    norm_adv_by_std_in_grpo: bool
+    use_kl_in_reward: bool
+    kl_penalty: str
+    kl_ctrl: KLControlPlan
+    roll_rlvr: RollRLVRPlan
+
+
+class TrainerPlan(Frozen):
+    total_epochs: int
+    total_training_steps: int
+    """0: total_epochs x steps per epoch (the dataset decides)."""
+    project_name: str
+    experiment_name: str
+    loggers: list[str]
+    save_freq: int
+    test_freq: int
+    val_before_train: bool
+    val_only: bool
+    critic_warmup: int
+    resume_mode: Literal["auto", "disable", "resume_path"]
+    resume_from_path: str
+    max_ckpt_to_keep: int
+    """0: keep every checkpoint."""
+    seed: int
+    balance_batch: bool
