@@ -141,9 +141,9 @@ CASES = [
     (
         {
             f"{BC}.actor_rollout_ref.rollout.val_kwargs.do_sample": True,
-            f"{BC}.actor_rollout_ref.rollout.temperature": 0.0,
+            f"{BC}.actor_rollout_ref.rollout.val_kwargs.temperature": 0.0,
         },
-        f"{BC}.actor_rollout_ref.rollout.temperature",
+        f"{BC}.actor_rollout_ref.rollout.val_kwargs.temperature",
         "positive temperature",
     ),
     (

@@ -4,6 +4,13 @@ from typing import Literal
 
 from pydantic import Field
 
+from kuberl_api.backend_config.verl_keys import (
+    VerlActorKeys,
+    VerlCheckpointKeys,
+    VerlFSDPKeys,
+    VerlOptimKeys,
+    VerlPolicyLossKeys,
+)
 from kuberl_api.base import ConfigModel
 
 LossAggMode = Literal[
@@ -13,7 +20,7 @@ KLEstimator = Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "full"
 Strategy = Literal["fsdp", "fsdp2"]
 
 
-class OptimConfig(ConfigModel):
+class OptimConfig(VerlOptimKeys):
     lr: float = Field(1e-6, gt=0)
     lr_warmup_steps: int | None = Field(-1, description="<= 0 or null uses the ratio.")
     lr_warmup_steps_ratio: float = Field(0.0, ge=0, le=1)
@@ -36,7 +43,7 @@ class WrapPolicyConfig(ConfigModel):
     min_num_params: int = Field(0, ge=0, description="> 0 wraps by size, else per decoder layer.")
 
 
-class FSDPConfig(ConfigModel):
+class FSDPConfig(VerlFSDPKeys):
     wrap_policy: WrapPolicyConfig = Field(default_factory=WrapPolicyConfig)
     param_offload: bool = False
     grad_offload: bool = Field(False, description="Deprecated: FSDP2 offloads grads with params.")
@@ -52,7 +59,7 @@ class FSDPConfig(ConfigModel):
     seed: int = 42
 
 
-class CheckpointConfig(ConfigModel):
+class CheckpointConfig(VerlCheckpointKeys):
     save_contents: list[Literal["model", "optimizer", "extra", "hf_model"]] = Field(
         default_factory=lambda: ["model", "optimizer", "extra"]
     )
@@ -61,11 +68,11 @@ class CheckpointConfig(ConfigModel):
     )
 
 
-class PolicyLossConfig(ConfigModel):
+class PolicyLossConfig(VerlPolicyLossKeys):
     loss_mode: Literal["vanilla", "gspo", "gpg"] = "vanilla"
 
 
-class ActorConfig(ConfigModel):
+class ActorConfig(VerlActorKeys):
     strategy: Strategy = "fsdp"
     ppo_mini_batch_size: int = Field(256, gt=0, description="Prompts per optimizer step.")
     ppo_micro_batch_size: int | None = Field(

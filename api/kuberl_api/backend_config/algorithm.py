@@ -5,6 +5,7 @@ from typing import Literal
 from pydantic import Field
 
 from kuberl_api.backend_config.actor import KLEstimator
+from kuberl_api.backend_config.verl_keys import VerlAlgorithmKeys
 from kuberl_api.base import ConfigModel
 
 AdvantageEstimator = Literal[
@@ -32,7 +33,7 @@ class PFPPOConfig(ConfigModel):
     weight_pow: float = 2.0
 
 
-class AlgorithmConfig(ConfigModel):
+class AlgorithmConfig(VerlAlgorithmKeys):
     gamma: float = Field(1.0, ge=0, le=1)
     lam: float = Field(1.0, ge=0, le=1)
     adv_estimator: AdvantageEstimator = "gae"

@@ -11,10 +11,10 @@ from kuberl_api.backend_config.actor import (
     OptimConfig,
     Strategy,
 )
-from kuberl_api.base import ConfigModel
+from kuberl_api.backend_config.verl_keys import VerlCriticKeys, VerlCriticModelKeys
 
 
-class CriticModelConfig(ConfigModel):
+class CriticModelConfig(VerlCriticModelKeys):
     path: str | None = Field(None, description="Null starts from the actor's model.")
     tokenizer_path: str | None = None
     override_config: dict[str, Any] = Field(default_factory=dict)
@@ -28,7 +28,7 @@ class CriticModelConfig(ConfigModel):
     target_modules: str | list[str] = "all-linear"
 
 
-class CriticConfig(ConfigModel):
+class CriticConfig(VerlCriticKeys):
     enable: bool | None = Field(None, description="Null enables the critic exactly for GAE.")
     strategy: Strategy = "fsdp"
     optim: OptimConfig = Field(default_factory=lambda: OptimConfig(lr=1e-5))

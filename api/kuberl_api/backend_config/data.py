@@ -4,6 +4,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from kuberl_api.backend_config.verl_keys import VerlDataKeys
 from kuberl_api.base import ConfigModel
 
 Truncation = Literal["error", "left", "right", "middle"]
@@ -14,7 +15,7 @@ class CustomClassConfig(ConfigModel):
     name: str | None = None
 
 
-class DataConfig(ConfigModel):
+class DataConfig(VerlDataKeys):
     tokenizer: str | None = Field(None, description="Tokenizer path; null uses the actor model's.")
     use_shm: bool = False
     train_files: str | list[str] = Field(

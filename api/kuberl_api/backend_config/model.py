@@ -4,10 +4,10 @@ from typing import Any
 
 from pydantic import Field
 
-from kuberl_api.base import ConfigModel
+from kuberl_api.backend_config.verl_keys import VerlModelKeys
 
 
-class ModelConfig(ConfigModel):
+class ModelConfig(VerlModelKeys):
     path: str = Field(description="Hugging Face model directory (a mounted path).")
     hf_config_path: str | None = None
     tokenizer_path: str | None = None

@@ -3,10 +3,10 @@
 from pydantic import Field
 
 from kuberl_api.backend_config.actor import FSDPConfig, Strategy
-from kuberl_api.base import ConfigModel
+from kuberl_api.backend_config.verl_keys import VerlRefKeys
 
 
-class RefConfig(ConfigModel):
+class RefConfig(VerlRefKeys):
     strategy: Strategy | None = Field(None, description="Null follows actor.strategy.")
     fsdp_config: FSDPConfig = Field(default_factory=lambda: FSDPConfig(forward_only=True))
     log_prob_micro_batch_size: int | None = Field(

@@ -5,6 +5,7 @@ from typing import Any
 from pydantic import Field
 
 from kuberl_api.backend_config.actor import FSDPConfig, Strategy
+from kuberl_api.backend_config.verl_keys import VerlRewardModelKeys
 from kuberl_api.base import ConfigModel
 
 
@@ -17,7 +18,7 @@ class RewardModelModelConfig(ConfigModel):
     fsdp_config: FSDPConfig = Field(default_factory=lambda: FSDPConfig(forward_only=True))
 
 
-class RewardModelConfig(ConfigModel):
+class RewardModelConfig(VerlRewardModelKeys):
     enable: bool = False
     strategy: Strategy = "fsdp"
     model: RewardModelModelConfig = Field(default_factory=RewardModelModelConfig)

@@ -4,6 +4,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from kuberl_api.backend_config.verl_keys import VerlEngineKwargsKeys, VerlRolloutKeys
 from kuberl_api.base import ConfigModel
 
 
@@ -15,12 +16,12 @@ class ValKwargsConfig(ConfigModel):
     do_sample: bool = False
 
 
-class EngineKwargsConfig(ConfigModel):
+class EngineKwargsConfig(VerlEngineKwargsKeys):
     vllm: dict[str, Any] = Field(default_factory=dict, description="Passed through to vLLM.")
     sglang: dict[str, Any] = Field(default_factory=dict)
 
 
-class RolloutConfig(ConfigModel):
+class RolloutConfig(VerlRolloutKeys):
     name: Literal["vllm", "hf", "sglang"] = "vllm"
     mode: Literal["sync", "async"] = "sync"
     temperature: float = Field(1.0, ge=0)

@@ -13,6 +13,7 @@ from kuberl_api.backend_config.ref import RefConfig
 from kuberl_api.backend_config.reward import CustomRewardFunctionConfig, RewardModelConfig
 from kuberl_api.backend_config.rollout import RolloutConfig
 from kuberl_api.backend_config.trainer import TrainerConfig
+from kuberl_api.backend_config.verl_keys import VerlRootKeys
 from kuberl_api.base import ConfigModel
 
 
@@ -25,7 +26,7 @@ class ActorRolloutRefConfig(ConfigModel):
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
 
 
-class BackendConfig(ConfigModel):
+class BackendConfig(VerlRootKeys):
     data: DataConfig
     actor_rollout_ref: ActorRolloutRefConfig
     critic: CriticConfig = Field(default_factory=CriticConfig)

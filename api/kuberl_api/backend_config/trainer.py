@@ -4,14 +4,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from kuberl_api.base import ConfigModel
+from kuberl_api.backend_config.verl_keys import VerlTrainerKeys
 
 LoggerName = Literal[
     "console", "tensorboard", "wandb", "mlflow", "swanlab", "file", "tracking", "clearml"
 ]
 
 
-class TrainerConfig(ConfigModel):
+class TrainerConfig(VerlTrainerKeys):
     balance_batch: bool = True
     total_epochs: int = Field(30, gt=0)
     total_training_steps: int | None = Field(

@@ -15,7 +15,8 @@ def trained_fsdp_keys(prefix: str) -> list[KeyEntry]:
     return [
         refused(p + "wrap_policy.min_num_params", NO_WRAP),
         honoured(p + "param_offload", FSDP),
-        no_effect(p + "grad_offload", "deprecated in verl; FSDP2 offloads grads with params"),
+        # Deprecated: converted to param_offload (FSDP2 offloads grads with params).
+        honoured(p + "grad_offload", "api/kuberl_api/validation/deprecations.py"),
         refused(p + "optimizer_offload", OPTIM_OFFLOAD),
         honoured(p + "offload_policy", FSDP),
         honoured(p + "reshard_after_forward", FSDP),

@@ -6,10 +6,20 @@ To register a key, add one line to the section module it belongs to (``keys/data
 is missing here, listed twice, or listed here without being in the schema.
 """
 
-from kuberl_api.keys import actor, algorithm, critic, data, model, reward, rollout, trainer
+from kuberl_api.keys import (
+    actor,
+    algorithm,
+    critic,
+    data,
+    model,
+    reward,
+    rollout,
+    trainer,
+    verl_keys,
+)
 from kuberl_api.keys.entry import KeyEntry
 
-_SECTIONS = [data, model, actor, rollout, critic, reward, algorithm, trainer]
+_SECTIONS = [data, model, actor, rollout, critic, reward, algorithm, trainer, verl_keys]
 
 
 def _build() -> dict[str, KeyEntry]:

@@ -1,8 +1,11 @@
 """Deprecated verl keys: accepted with a warning naming the replacement.
 
-Checked on the keys the user wrote (the raw tree), since defaults fill replacements later.
+Checked on the keys the user wrote (the raw tree), since defaults fill replacements later. A
+null is unset; a deprecated key set to the same value as its replacement only warns (verl's
+documented ppo_trainer values write ``grad_offload: False`` beside ``param_offload: False``).
 """
 
+import copy
 from typing import Any
 
 from kuberl_api.validation.problems import Problem, Severity, join_path
@@ -22,24 +25,46 @@ DEPRECATED_KEYS: list[tuple[str, str, str]] = [
     ("critic", "ppo_micro_batch_size", "ppo_micro_batch_size_per_gpu"),
     ("critic", "forward_micro_batch_size", "forward_micro_batch_size_per_gpu"),
     ("critic.optim", "warmup_style", "lr_scheduler_type"),
+    ("critic.model.fsdp_config", "grad_offload", "param_offload"),
     ("reward_model", "micro_batch_size", "micro_batch_size_per_gpu"),
     ("trainer", "remove_previous_ckpt_in_save", "max_actor_ckpt_to_keep: 1"),
 ]
+
+
+# Deprecated keys that are plain renames, converted on the tree (the micro-batch ones need the
+# data-parallel size and are converted by ``kuberl_api.effective``).
+RENAMED = {
+    (node, key, replacement)
+    for node, key, replacement in DEPRECATED_KEYS
+    if key in ("warmup_style", "grad_offload")
+}
+
+
+def convert_renamed_keys(tree: dict) -> dict:
+    """A copy where each renamed deprecated key set (not null) fills its unset replacement."""
+    out = copy.deepcopy(tree)
+    for node_path, key, replacement in sorted(RENAMED):
+        node = _lookup(out, node_path)
+        if isinstance(node, dict) and node.get(key) is not None and node.get(replacement) is None:
+            node[replacement] = node[key]
+    return out
 
 
 def check_deprecated_keys(raw_backend: dict, bc: str) -> list[Problem]:
     problems = []
     for node_path, key, replacement in DEPRECATED_KEYS:
         node = _lookup(raw_backend, node_path)
-        if not isinstance(node, dict) or key not in node:
+        # null means unset (verl's own defaults write the deprecated keys as null).
+        if not isinstance(node, dict) or node.get(key) is None:
             continue
         path = join_path(bc, *node_path.split("."), key)
-        if replacement in node:
+        if node.get(replacement) is not None and node[replacement] != node[key]:
             problems.append(
                 Problem(
                     path,
-                    f"both {key} and {replacement} are set",
+                    f"both {key} and {replacement} are set, to different values",
                     f"remove {key} (deprecated) and keep {replacement}",
+                    node[key],
                 )
             )
         else:

@@ -59,15 +59,20 @@ def _check_actor_and_rollout(cfg: BackendConfig, bc: str) -> list[Problem]:
                 False,
             )
         )
-    if arr.rollout.val_kwargs.do_sample and arr.rollout.temperature <= 0:
-        problems.append(
-            Problem(
-                join_path(bc, "actor_rollout_ref", "rollout", "temperature"),
-                "sampling needs a positive temperature",
-                "set temperature > 0 or val_kwargs.do_sample: false",
-                arr.rollout.temperature,
+    # Each sampling switch against its own temperature: training rollouts and validation.
+    for where, sampling in (
+        (("rollout",), arr.rollout),
+        (("rollout", "val_kwargs"), arr.rollout.val_kwargs),
+    ):
+        if sampling.do_sample and sampling.temperature <= 0:
+            problems.append(
+                Problem(
+                    join_path(bc, "actor_rollout_ref", *where, "temperature"),
+                    "sampling needs a positive temperature (0 would decode greedily)",
+                    f"set {'.'.join(where)}.temperature > 0 or {'.'.join(where)}.do_sample: false",
+                    sampling.temperature,
+                )
             )
-        )
     if arr.actor.policy_loss.loss_mode == "gspo" and arr.actor.loss_agg_mode != (
         "seq-mean-token-mean"
     ):

@@ -13,9 +13,10 @@ from kuberl_api.job import ModelArtsConfig, RLTrainingJobSpec
 from kuberl_api.keys import MESSAGE, KeyReport, check_key_fates
 from kuberl_api.roll.document import point_at_roll_keys, translate_roll_document
 from kuberl_api.validation.boolean_keys import normalise_boolean_keys
-from kuberl_api.validation.deprecations import check_deprecated_keys
+from kuberl_api.validation.deprecations import check_deprecated_keys, convert_renamed_keys
 from kuberl_api.validation.documents import Document, DocumentKind
 from kuberl_api.validation.interpolation import resolve_interpolations
+from kuberl_api.validation.nulls import drop_unset
 from kuberl_api.validation.problems import Problem, SpecInvalid, join_path
 from kuberl_api.validation.rules_algorithm import check_algorithm
 from kuberl_api.validation.rules_batch import check_batch_sizes
@@ -24,6 +25,7 @@ from kuberl_api.validation.rules_placement import (
     check_parallelism,
     check_pools,
 )
+from kuberl_api.validation.rules_switches import HYDRA_TARGET, check_switches, strip_hydra_targets
 from kuberl_api.validation.schema_errors import problems_from_validation_error
 
 _MODEL_BY_KIND: dict[DocumentKind, type[BaseModel]] = {
@@ -62,17 +64,19 @@ class ValidationResult:
             raise SpecInvalid(self.errors)
 
 
-def validate_document(doc: Document) -> ValidationResult:
+def validate_document(doc: Document, *, allow_env: bool = False) -> ValidationResult:
+    """Every problem of ``doc``; ``allow_env`` lets ``${oc.env:...}`` read this process's
+    environment (the runtime on the job's own pods; never the operator)."""
     result = ValidationResult(doc)
     translated = translate_roll_document(doc)
     if translated is None:
-        _validate(doc, result)
+        _validate(doc, result, allow_env)
         return result
     # A ROLL config is checked as the verl config it becomes, problems pointing at ROLL's keys.
     result.problems += translated.problems
     if translated.document is not None:
         later = ValidationResult(translated.document)
-        _validate(translated.document, later)
+        _validate(translated.document, later, allow_env)
         result.problems += point_at_roll_keys(
             later.problems, translated.backend_path, translated.origins
         )
@@ -82,7 +86,7 @@ def validate_document(doc: Document) -> ValidationResult:
     return result
 
 
-def _validate(doc: Document, result: ValidationResult) -> None:
+def _validate(doc: Document, result: ValidationResult, allow_env: bool) -> None:
     is_bare = doc.kind is DocumentKind.BACKEND_CONFIG
     bc = doc.prefix if is_bare else join_path(doc.prefix, "backend_config")
     body = dict(doc.body)
@@ -90,11 +94,19 @@ def _validate(doc: Document, result: ValidationResult) -> None:
     keys = KeyReport()
     if isinstance(raw_backend, dict):
         raw_backend, alias_problems = normalise_boolean_keys(raw_backend, bc)
+        raw_backend, has_targets = strip_hydra_targets(raw_backend)
         result.problems += alias_problems
-        resolved, interpolation_problems = resolve_interpolations(raw_backend, bc)
+        resolved, interpolation_problems = resolve_interpolations(
+            raw_backend, bc, allow_env=allow_env
+        )
+        resolved = drop_unset(resolved)
+        result.problems += interpolation_problems + check_deprecated_keys(resolved, bc)
+        resolved = convert_renamed_keys(resolved)
         body = resolved if is_bare else {**body, "backend_config": resolved}
-        result.problems += interpolation_problems + check_deprecated_keys(raw_backend, bc)
+        result.problems += check_switches(resolved, bc)
         keys = check_key_fates(resolved)
+        if has_targets:
+            keys.not_honoured.append(f"{HYDRA_TARGET} (Hydra class names)")
     if result.errors:
         return
     # Values kuberl refuses are reported beside schema errors, not instead of them.

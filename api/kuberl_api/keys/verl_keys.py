@@ -1,0 +1,182 @@
+"""Fates of the verl 0.9.1 keys kuberl accepts only so verl's configs read as written.
+
+The keys are declared in ``backend_config/verl_keys.py`` with verl's defaults. None is
+implemented: each is refused when set to anything but verl's default, or has no effect by
+nature (profilers, tracing, mirrors verl fills from another key by interpolation). Feature
+subtrees with an on/off switch are listed as no effect while off; switching one on is refused
+by ``validation/rules_switches.py`` (path, value, fix).
+"""
+
+from kuberl_api.keys.entry import KeyEntry, no_effect, refused
+
+AR = "actor_rollout_ref."
+FSDP_PARENTS = [
+    AR + "actor.fsdp_config.",
+    AR + "ref.fsdp_config.",
+    "critic.model.fsdp_config.",
+    "reward_model.model.fsdp_config.",
+]
+NOT_YET = "not supported by kuberl yet; remove it or leave verl's default"
+SWITCHED = "inert while its switch is off (verl's default); switching it on is refused"
+PROFILER = "profiling only; kuberl has no profiler hooks"
+MIRROR = "verl fills it from {} by interpolation; kuberl reads that key"
+MULTIMODAL = "multimodal input is refused (data.image_key, issue 16); no effect without it"
+
+
+def _fsdp_keys(parent: str) -> list[KeyEntry]:
+    owner = parent.removesuffix("fsdp_config.").removesuffix("model.")
+    return [
+        refused(parent + "full_determinism", NOT_YET),
+        no_effect(
+            parent + "ulysses_sequence_parallel_size",
+            MIRROR.format(owner + "ulysses_sequence_parallel_size"),
+        ),
+        no_effect(
+            parent + "entropy_from_logits_with_chunking",
+            MIRROR.format(owner + "entropy_from_logits_with_chunking"),
+        ),
+        no_effect(
+            parent + "entropy_from_logits_chunk_size", "memory only; kuberl chunks its own way"
+        ),
+        no_effect(parent + "use_torch_compile", "a speed-up of the entropy helper; same numbers"),
+        no_effect(parent + "entropy_checkpointing", MIRROR.format(owner + "entropy_checkpointing")),
+        no_effect(parent + "use_no_sync_for_gradient_accumulation", "FSDP1 communication only"),
+        no_effect(parent + "pad_to_length", MIRROR.format(owner + "pad_to_length")),
+        no_effect(parent + "pad_to_length_bucket", "used only with pad_to_length (refused)"),
+        no_effect(parent + "strategy", MIRROR.format(owner + "strategy")),
+        no_effect(parent + "qat", SWITCHED),
+        no_effect(parent + "turbo_config", "verl's VeOmni engine only"),
+    ]
+
+
+def _optim_keys(parent: str) -> list[KeyEntry]:
+    return [
+        refused(parent + "optimizer_impl", "kuberl uses torch.optim.AdamW; remove it"),
+        refused(parent + "zero_indexed_step", NOT_YET),
+        refused(parent + "override_optimizer_config", NOT_YET),
+    ]
+
+
+def _model_keys(parent: str) -> list[KeyEntry]:
+    return [
+        no_effect(parent + "use_shm", "loading speed only (shared-memory copy of the weights)"),
+        no_effect(parent + "fused_kernel_options", "used only with use_fused_kernels (refused)"),
+        no_effect(parent + "tiled_mlp", SWITCHED),
+        no_effect(parent + "mtp", SWITCHED),
+        no_effect(parent + "lora", SWITCHED + " (lora.rank > 0: use lora_rank)"),
+    ]
+
+
+def _checkpoint_keys(parent: str) -> list[KeyEntry]:
+    return [
+        refused(
+            parent + "async_save", "asynchronous checkpoint saving is not supported; remove it"
+        ),
+        refused(parent + "strict", NOT_YET),
+    ]
+
+
+KEYS: list[KeyEntry] = [
+    no_effect("sandbox_fusion", SWITCHED),
+    no_effect("reward", SWITCHED + " (kuberl reads reward_model.* and custom_reward_function.*)"),
+    no_effect("distillation", SWITCHED),
+    no_effect("transfer_queue", SWITCHED),
+    no_effect("global_profiler", PROFILER),
+    no_effect("skip", SWITCHED),
+    no_effect("data.tool_config_path", MIRROR.format("rollout.multi_turn (refused when on)")),
+    no_effect("data.function_tool_path", MIRROR.format("rollout.multi_turn (refused when on)")),
+    no_effect("data.image_patch_size", MULTIMODAL),
+    no_effect("data.audio_key", MULTIMODAL),
+    no_effect("data.return_multi_modal_inputs", MULTIMODAL),
+    refused("data.mm_processor_kwargs", "multimodal input is not supported yet (issue 16)"),
+    *_model_keys(AR + "model."),
+    no_effect(AR + "actor.rollout_n", MIRROR.format("rollout.n")),
+    refused(AR + "actor.tau_pos", "used by loss modes kuberl does not implement; remove it"),
+    refused(AR + "actor.tau_neg", "used by loss modes kuberl does not implement; remove it"),
+    refused(AR + "actor.freeze_vision_tower", "multimodal models are not supported yet"),
+    refused(AR + "actor.calculate_sum_pi_squared", NOT_YET),
+    refused(AR + "actor.use_prefix_grouper", NOT_YET),
+    no_effect(AR + "actor.profiler", PROFILER),
+    no_effect(AR + "actor.qat", SWITCHED),
+    no_effect(
+        AR + "actor.entropy_from_logits_chunk_size", "memory only; kuberl chunks its own way"
+    ),
+    refused(AR + "actor.pad_to_length", NOT_YET),
+    *[
+        no_effect(AR + "actor.policy_loss." + key, "used only by loss modes kuberl refuses")
+        for key in ("clip_cov_ratio", "clip_cov_lb", "clip_cov_ub", "kl_cov_ratio")
+    ],
+    no_effect(AR + "actor.policy_loss.ppo_kl_coef", "used only by loss modes kuberl refuses"),
+    no_effect(AR + "actor.policy_loss.dro_beta", "used only by loss modes kuberl refuses"),
+    *_optim_keys(AR + "actor.optim."),
+    *[entry for parent in FSDP_PARENTS for entry in _fsdp_keys(parent)],
+    *_checkpoint_keys(AR + "actor.checkpoint."),
+    no_effect(AR + "ref.rollout_n", MIRROR.format("rollout.n")),
+    no_effect(AR + "ref.profiler", PROFILER),
+    no_effect(AR + "ref.entropy_from_logits_chunk_size", "memory only; kuberl chunks its own way"),
+    no_effect(AR + "ref.pad_to_length", MIRROR.format("actor.pad_to_length")),
+    refused(AR + "rollout.nnodes", "a standalone rollout pool is not supported; remove it or 0"),
+    no_effect(AR + "rollout.n_gpus_per_node", MIRROR.format("trainer.n_gpus_per_node")),
+    refused(AR + "rollout.full_determinism", NOT_YET),
+    refused(AR + "rollout.seed", NOT_YET),
+    refused(AR + "rollout.cudagraph_capture_sizes", "use engine_kwargs.vllm instead"),
+    refused(AR + "rollout.logprobs_mode", NOT_YET),
+    refused(AR + "rollout.scheduling_policy", NOT_YET),
+    refused(AR + "rollout.over_sample_rate", NOT_YET),
+    no_effect(AR + "rollout.multi_stage_wake_up", "memory timing of vLLM wake-up only"),
+    refused(AR + "rollout.router_config_path", NOT_YET),
+    no_effect(AR + "rollout.multi_turn", SWITCHED),
+    no_effect(AR + "rollout.agent", "agent-loop workers: async/multi-turn rollouts are refused"),
+    no_effect(AR + "rollout.checkpoint_engine", SWITCHED + " (backend naive)"),
+    no_effect(AR + "rollout.trace", "rollout tracing backends only"),
+    no_effect(AR + "rollout.skip_tokenizer_init", "vLLM start-up detail; kuberl passes token ids"),
+    refused(AR + "rollout.enable_rollout_routing_replay", NOT_YET),
+    no_effect(AR + "rollout.moe_load_balance_metrics_interval", "a metric only"),
+    no_effect(AR + "rollout.profiler", PROFILER),
+    no_effect(AR + "rollout.prometheus", SWITCHED + " (kuberl serves its own /metrics)"),
+    refused(AR + "rollout.quantization", NOT_YET),
+    refused(AR + "rollout.quantization_config_file", NOT_YET),
+    no_effect(AR + "rollout.mtp", MIRROR.format("model.mtp (refused when on)")),
+    no_effect(AR + "rollout.qat", MIRROR.format("actor.fsdp_config.qat (refused when on)")),
+    no_effect(AR + "rollout.disaggregation", SWITCHED),
+    refused(AR + "rollout.engine_kwargs.trtllm", "the TensorRT-LLM rollout is not supported"),
+    no_effect("critic.fsdp", "verl's new-engine copy; kuberl reads critic.model.fsdp_config"),
+    no_effect("critic.rollout_n", MIRROR.format("rollout.n")),
+    no_effect("critic.data_loader_seed", "verl's FSDP critic ignores it too (new engine only)"),
+    refused(
+        "critic.loss_scale_factor",
+        "a critic loss scale is not supported; remove it or keep actor's value",
+        same_as=AR + "actor.loss_scale_factor",
+    ),
+    no_effect("critic.profiler", PROFILER),
+    *_optim_keys("critic.optim."),
+    *_model_keys("critic.model."),
+    refused("critic.model.hf_config_path", "kuberl reads the config from critic.model.path"),
+    refused("critic.model.custom_chat_template", "not supported for the critic; remove it"),
+    refused("critic.model.enable_activation_offload", "activation offload is not supported"),
+    refused("critic.model.exclude_modules", "not supported for the critic; remove it"),
+    refused("critic.model.lora_adapter_path", "not supported for the critic; remove it"),
+    refused("critic.model.use_liger", "Liger kernels are not supported; remove it"),
+    refused("critic.model.use_fused_kernels", "fused kernels are not supported; remove it"),
+    *_checkpoint_keys("critic.checkpoint."),
+    *[
+        refused("reward_model." + key, "verl's reward loop is not supported; remove it")
+        for key in (
+            "num_workers",
+            "enable_resource_pool",
+            "n_gpus_per_node",
+            "nnodes",
+            "reward_loop_source",
+            "reward_loop_module_path",
+            "reward_loop_class_name",
+        )
+    ],
+    no_effect("reward_model.rollout", SWITCHED + " (name null)"),
+    no_effect("algorithm.rollout_correction", SWITCHED + " (rollout_is, rollout_rs null)"),
+    no_effect("algorithm.filter_groups", SWITCHED),
+    no_effect("trainer.esi_redundant_time", "Ascend elastic-training timing only"),
+    refused("trainer.checkpoint_callback_class", NOT_YET),
+    no_effect("trainer.ray_wait_register_center_timeout", "verl's Ray actor start-up only"),
+    no_effect("trainer.use_v1", "chooses between verl's trainer implementations"),
+    no_effect("trainer.v1", SWITCHED + " (trainer_mode sync)"),
+]
