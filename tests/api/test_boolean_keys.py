@@ -63,3 +63,32 @@ def test_crd_declares_the_alias_and_refuses_both() -> None:
         assert alias["type"] == node["properties"]["n"]["type"] == "integer"
         rules = [v["rule"] for v in node["x-kubernetes-validations"]]
         assert "!(has(self.n) && has(self.__false__))" in rules
+
+
+def test_kuberl_validate_reads_a_file_as_kubectl_and_warns(tmp_path, capsys) -> None:
+    import yaml
+
+    from kuberl_cli.main import main
+
+    manifest = valid_manifest()
+    text = yaml.safe_dump(manifest).replace("'n':", "n:").replace('"n":', "n:")
+    assert "\n      n: " in text or " n: " in text
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    assert main(["validate", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "rollout.false: read as n" in err and "warning" in err
+
+
+def test_env_interpolation_is_refused_unless_the_runtime_allows_it(monkeypatch) -> None:
+    monkeypatch.setenv("KUBERL_TEST_EPOCHS", "3")
+    manifest = valid_manifest()
+    manifest["spec"]["backend_config"]["trainer"] = {
+        **manifest["spec"]["backend_config"].get("trainer", {}),
+        "total_epochs": "${oc.decode:${oc.env:KUBERL_TEST_EPOCHS}}",
+    }
+    refused = validate_document(parse_document(manifest))  # kuberl validate, the operator
+    (error,) = [p for p in refused.errors if p.path.endswith("trainer.total_epochs")]
+    assert "operator's own environment" in error.message
+    allowed = validate_document(parse_document(manifest), allow_env=True)  # the runtime
+    assert allowed.ok and allowed.backend_config.trainer.total_epochs == 3
