@@ -59,7 +59,7 @@ build_pause() {
     rm -rf "${ctx}" && mkdir -p "${ctx}"
     gcc -static -O2 -o "${ctx}/pause" "${ROOT}/hack/realnode/pause.c"
     printf 'FROM scratch\nCOPY pause /pause\nUSER 65535:65535\nENTRYPOINT ["/pause"]\n' >"${ctx}/Containerfile"
-    pod build --pull=never -t "${REGISTRY}/pause:3.10" "${ctx}" >&2
+    pod build --pull=never --format docker -t "${REGISTRY}/pause:3.10" "${ctx}" >&2
     save "${REGISTRY}/pause:3.10" pause "${tarball}"
     rm -rf "${ctx}"
   fi
@@ -105,7 +105,7 @@ build_image() {
     log "building ${REGISTRY}/${name}:${version} on ${base}"
     local start=${SECONDS}
     # The host's CA bundle and pip cache are bind mounts: used by the build, never committed.
-    pod build --pull=never --network host --layers \
+    pod build --pull=never --network host --layers --format docker \
       --file "${dockerfile}" --ignorefile "${dockerfile}.dockerignore" \
       --build-arg "PYTHON_IMAGE=${base}" "${args[@]}" \
       -v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro \

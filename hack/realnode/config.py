@@ -11,11 +11,12 @@ import yaml
 PAUSE_IMAGE = "kuberl.local/pause:3.10"
 
 
-def containerd_config(work: Path) -> str:
+def containerd_config(work: Path, root: Path) -> str:
     """containerd 1.6 config (version 2). `restrict_oom_score_adj`: root here may lack
-    CAP_SYS_RESOURCE, and runc cannot lower a sandbox's oom_score_adj without it."""
+    CAP_SYS_RESOURCE, and runc cannot lower a sandbox's oom_score_adj without it. `root` (the
+    image store) outlives the node, so unchanged images are not imported again."""
     return f"""version = 2
-root = "{work}/containerd/root"
+root = "{root}"
 state = "{work}/containerd/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
   "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
@@ -59,7 +60,9 @@ def cni_conflist() -> str:
     )
 
 
-def kubelet_config(work: Path, cgroup_root: str, port: int, healthz_port: int) -> str:
+def kubelet_config(
+    work: Path, cgroup_root: str, port: int, healthz_port: int, dns_address: str
+) -> str:
     config = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
@@ -96,5 +99,8 @@ def kubelet_config(work: Path, cgroup_root: str, port: int, healthz_port: int) -
         "maxPods": 20,
         "serializeImagePulls": False,
         "resolvConf": "/etc/resolv.conf",
+        # hack/realnode/dns.py: Service names resolve to their endpoints (no kube-proxy here).
+        "clusterDNS": [dns_address],
+        "clusterDomain": "cluster.local",
     }
     return yaml.safe_dump(config, sort_keys=False)

@@ -18,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -44,6 +45,8 @@ class RealNode:
     socket: str
     cgroup_root: str
     kubelet_port: int
+    # The node's cluster DNS (dns.py) on port 53 of a loopback address of its own.
+    dns_address: str
     images: dict[str, str] = field(default_factory=dict)
     processes: list[ProcessRecord] = field(default_factory=list)
     seconds_to_ready: float | None = None
@@ -89,6 +92,7 @@ def start_real_node(
         socket=str(work / "containerd" / "containerd.sock"),
         cgroup_root=f"/kuberl-realpod-{digest}",
         kubelet_port=_free_port(),
+        dns_address=f"127.53.{int(digest[:2], 16)}.{int(digest[2:4], 16) % 254 + 1}",
     )
     _save(state_dir, node)
     try:
@@ -102,6 +106,14 @@ def start_real_node(
         node.processes.append(containerd)
         _save(state_dir, node)
         _wait("containerd's socket", lambda: Path(node.socket).exists(), containerd, timeout)
+        dns = start_process(
+            "realnode-dns",
+            [sys.executable, str(Path(__file__).with_name("dns.py")), "--state-dir",
+             str(state_dir), "--address", node.dns_address],
+            logs / "realnode-dns.log",
+        )  # fmt: skip
+        node.processes.append(dns)
+        _save(state_dir, node)
         for name, tarball in images.items():
             _import_image(node, name, tarball)
         kubelet = start_process("kubelet", _kubelet_argv(work, kubeconfig), logs / "kubelet.log")
@@ -124,7 +136,7 @@ def stop_real_node(state_dir: Path) -> list[str]:
         return []
     kubelet = [p for p in node.processes if p.name == "kubelet"]
     containerd = [p for p in node.processes if p.name == "containerd"]
-    for record in kubelet:
+    for record in kubelet + [p for p in node.processes if p.name == "realnode-dns"]:
         stop_process(record)
     if any(is_running(p) for p in containerd):
         _remove_all_tasks(node)
@@ -132,6 +144,7 @@ def stop_real_node(state_dir: Path) -> list[str]:
         stop_process(record)
     _kill_cgroup_members(node.cgroup_root)
     _unmount_under(Path(node.work))
+    _unmount_under(containerd_root())
     _remove_cgroups(node.cgroup_root)
     remaining = leftovers(node)
     if remaining:
@@ -147,6 +160,7 @@ def leftovers(node: RealNode) -> list[str]:
     found = [f"process {p.name} ({p.pid})" for p in node.processes if is_running(p)]
     found += [f"process {pid}: {cmd}" for pid, cmd in _processes_mentioning(node.work)]
     found += [f"mount {point}" for point in _mounts_under(Path(node.work))]
+    found += [f"mount {point}" for point in _mounts_under(containerd_root())]
     found += [f"cgroup {path}" for path in _cgroup_dirs(node.cgroup_root) if path.exists()]
     found += [f"iptables chain {chain}" for chain in _kube_chains()]
     return found
@@ -200,12 +214,13 @@ def _wait(what: str, check, process: ProcessRecord, timeout: float) -> None:  # 
 
 
 def _write_configs(work: Path, node: RealNode) -> None:
-    (work / "containerd.toml").write_text(config.containerd_config(work))
+    containerd_root().mkdir(parents=True, exist_ok=True)
+    (work / "containerd.toml").write_text(config.containerd_config(work, containerd_root()))
     (work / "cni" / "net.d").mkdir(parents=True, exist_ok=True)
     (work / "cni" / "net.d" / "10-loopback.conflist").write_text(config.cni_conflist())
     healthz = _free_port()
     (work / "kubelet.yaml").write_text(
-        config.kubelet_config(work, node.cgroup_root, node.kubelet_port, healthz)
+        config.kubelet_config(work, node.cgroup_root, node.kubelet_port, healthz, node.dns_address)
     )
 
 
@@ -222,11 +237,22 @@ def _kubelet_argv(work: Path, kubeconfig: Path) -> list[str]:
     ]
 
 
+def containerd_root() -> Path:
+    """The image store, kept in the cache between nodes (one node at a time uses it: containerd
+    locks its metadata database, so a second node fails to start instead of sharing it)."""
+    return cache_root() / "realnode" / "containerd"
+
+
 def _import_image(node: RealNode, name: str, tarball: Path) -> None:
+    """Import a tarball unless the store already holds it (tarball names carry their key)."""
     started = time.monotonic()
-    ctr(node, "images", "import", "--snapshotter", "overlayfs", str(tarball))
+    record = containerd_root() / "kuberl-imported.json"
+    imported = json.loads(record.read_text()) if record.exists() else {}
+    if imported.get(name) != tarball.name:
+        ctr(node, "images", "import", "--snapshotter", "overlayfs", str(tarball))
+        record.write_text(json.dumps({**imported, name: tarball.name}, indent=2))
+        log.info("imported %s (%s) in %.1fs", name, tarball.name, time.monotonic() - started)
     node.images[name] = str(tarball)
-    log.info("imported %s (%s) in %.1fs", name, tarball.name, time.monotonic() - started)
 
 
 def _node_ready(kubectl: Path, kubeconfig: Path) -> bool:
@@ -264,14 +290,14 @@ def _remove_all_tasks(node: RealNode) -> None:
 
 
 def _cgroup_hierarchies() -> list[Path]:
-    """Mount points of cgroup v1 hierarchies, or the v2 root when it is unified."""
+    """Mount points of every cgroup hierarchy: v1 controllers, and v2 (the root when unified,
+    /sys/fs/cgroup/unified in hybrid mode, where the kubelet creates its cgroups too)."""
     points = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         left, _, right = line.partition(" - ")
         fstype = right.split()[0] if right else ""
-        point = Path(left.split()[4])
-        if fstype == "cgroup" or (fstype == "cgroup2" and point == CGROUP_FS):
-            points.append(point)
+        if fstype in ("cgroup", "cgroup2"):
+            points.append(Path(left.split()[4]))
     return points
 
 

@@ -1,0 +1,76 @@
+"""Stopping the real node with a pod still running leaves nothing on the host: no process that
+names its work dir (containerd, shims, kubelet), no mount under it, no cgroup, no KUBE-* chain.
+Then the node starts again for whatever runs next."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import realnode
+
+from realpods.pods import real_pod
+from support.rljobs import wait_for
+
+pytestmark = pytest.mark.realpods
+
+
+def test_stop_leaves_no_process_mount_cgroup_or_chain(
+    real_node, local_cluster, kubectl, namespace
+) -> None:
+    pod = real_pod("sleeper", "kuberl.local/pause:3.10", ["/pause"], uid=65532)
+    kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(pod))
+    wait_for(
+        "the sleeper to run",
+        lambda: (
+            json.loads(kubectl("get", "pod", "sleeper", "-n", namespace, "-o", "json"))[
+                "status"
+            ].get("phase")
+            == "Running"
+        ),
+        timeout=60,
+    )
+    state_dir = Path(local_cluster.dir)
+    node = realnode.load_real_node(state_dir)
+    assert node is not None
+    shims_before = _pids_naming(node.work)
+    assert shims_before, "a running pod has a containerd shim that names the node's socket"
+
+    assert realnode.stop_real_node(state_dir) == []
+
+    assert _pids_naming(node.work) == []
+    mountinfo = Path("/proc/self/mountinfo").read_text()
+    assert node.work not in mountinfo
+    assert not any(
+        (hierarchy / node.cgroup_root.lstrip("/")).exists()
+        for hierarchy in Path("/sys/fs/cgroup").iterdir()
+    )
+    saved = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
+    assert ":KUBE-" not in saved
+    assert not Path(node.work).exists() and realnode.load_real_node(state_dir) is None
+
+    restarted = _restart(local_cluster, node)
+    assert restarted.kubelet_port != 0
+
+
+def _pids_naming(text: str) -> list[int]:
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if text.encode() in (proc / "cmdline").read_bytes():
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
+def _restart(local_cluster: Any, node: Any) -> Any:
+    return realnode.start_real_node(
+        Path(local_cluster.dir),
+        Path(local_cluster.kubeconfig),
+        Path(local_cluster.binaries["kubectl"]),
+        {name: Path(path) for name, path in node.images.items()},
+    )
