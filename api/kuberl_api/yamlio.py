@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["BOOLEAN_WORDS", "YAMLError", "load_yaml", "load_yaml_all"]
+__all__ = ["BOOLEAN_WORDS", "YAMLError", "dump_yaml", "load_yaml", "load_yaml_all"]
 
 YAMLError = yaml.YAMLError
 
@@ -143,3 +143,17 @@ def load_yaml(text: str) -> Any:
 def load_yaml_all(text: str) -> list[Any]:
     """Every YAML document in ``text`` (empty documents included as None)."""
     return list(yaml.load_all(text, Loader=_KubectlLoader))
+
+
+class _KubectlDumper(yaml.SafeDumper):
+    """Quotes every string that kubectl (and ``load_yaml``) would read as something else."""
+
+
+_KubectlDumper.yaml_implicit_resolvers = {
+    first: list(resolvers) for first, resolvers in _KubectlLoader.yaml_implicit_resolvers.items()
+}
+
+
+def dump_yaml(data: Any) -> str:
+    """YAML that ``load_yaml`` (and kubectl) reads back as ``data``: ``"n"`` stays a string key."""
+    return yaml.dump(data, Dumper=_KubectlDumper, sort_keys=False, allow_unicode=True)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kuberl_api.yamlio import load_yaml, load_yaml_all
+from kuberl_api.yamlio import dump_yaml, load_yaml, load_yaml_all
 
 # Plain scalars where PyYAML's YAML 1.1 and Go's (kubectl) disagree, or that users write in verl
 # configs. The kubectl test below sends each through the real kubectl.
@@ -171,3 +171,17 @@ def test_same_values_as_real_kubectl(cluster_binaries: Any, tmp_path: Any) -> No
         key = f"v{i:03d}"
         assert _typed(ours[key]) == _typed(theirs[key]), f"{text!r}"
     assert _typed(ours["keys"]) == _typed(theirs["keys"])
+
+
+def test_dump_reads_back_the_same() -> None:
+    data = {
+        "n": 4,
+        "y": {"N": "n", "on": "yes"},
+        "lr": "1e-6",
+        "day": "2001-12-14",
+        "octal": "017",
+        "values": [1e-6, 0.5, True, None, "tRUE", "1_000", ".5"],
+    }
+    text = dump_yaml(data)
+    assert load_yaml(text) == data
+    assert _typed(load_yaml(text)) == _typed(data)

@@ -12,11 +12,10 @@ import posixpath
 import shlex
 from typing import Any
 
-import yaml
-
 from kuberl_api.backend_config import BackendConfig
 from kuberl_api.plan import RunPlan, build_run_plan
 from kuberl_api.validation.deprecations import DEPRECATED_KEYS
+from kuberl_api.yamlio import dump_yaml
 from kuberl_operator.builders.common import JobRef
 from kuberl_operator.names import submission_id
 
@@ -42,7 +41,7 @@ def render_config(plan: RunPlan) -> str:
             node = node.get(part) or {}
         node.pop(key, None)
     document = {"af_output_dir": plan.paths.output_dir, "backend_config": tree}
-    return yaml.safe_dump(document, sort_keys=False)
+    return dump_yaml(document)  # kuberl_api.yamlio: reads back as written
 
 
 def config_path(af_output_dir: str, submission: str) -> str:
