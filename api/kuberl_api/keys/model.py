@@ -1,7 +1,7 @@
 """Fates of ``actor_rollout_ref.model.*`` and the two keys beside it."""
 
 from kuberl_api.keys.entry import honoured, refused
-from kuberl_api.keys.where import COMPONENTS, INHERIT, LAUNCH_WORKER
+from kuberl_api.keys.where import COMPONENTS, INHERIT, LAUNCH_WORKER, MODEL_BUILDER, TOKENIZER
 
 M = "actor_rollout_ref.model."
 
@@ -14,7 +14,7 @@ KEYS = [
     honoured(M + "path", COMPONENTS),
     refused(M + "hf_config_path", "kuberl reads the config from model.path; remove it"),
     honoured(M + "tokenizer_path", INHERIT),
-    refused(M + "custom_chat_template", "not supported yet; remove it"),
+    honoured(M + "custom_chat_template", TOKENIZER),
     honoured(M + "external_lib", COMPONENTS),
     refused(M + "external_libs", "use external_lib (one module) instead"),
     honoured(M + "override_config", COMPONENTS),
@@ -27,6 +27,6 @@ KEYS = [
     honoured(M + "lora_alpha", COMPONENTS),
     honoured(M + "target_modules", COMPONENTS),
     honoured(M + "exclude_modules", COMPONENTS),
-    refused(M + "lora_adapter_path", "starting from a saved adapter is not supported yet"),
+    honoured(M + "lora_adapter_path", MODEL_BUILDER),
     honoured(M + "trust_remote_code", COMPONENTS),
 ]
