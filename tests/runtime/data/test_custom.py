@@ -101,3 +101,39 @@ def test_file_scheme_and_bad_classes_are_refused_clearly(class_file: Path) -> No
         load_dataset_class(str(class_file), "Missing")
     with pytest.raises(DataError, match="no such file"):
         load_dataset_class(str(class_file.with_name("absent.py")), "Doubled")
+
+
+def test_the_run_builds_its_datasets_from_the_custom_class(class_file: Path) -> None:
+    from kuberl_runtime.config import run_config_from_dict
+    from kuberl_runtime.trainer.components import _dataset
+
+    run = run_config_from_dict(
+        {
+            "data": {
+                "train_files": "x.parquet",
+                "train_batch_size": 2,
+                "max_prompt_length": 48,
+                "custom_cls": {"path": str(class_file), "name": "Doubled"},
+            },
+            "actor_rollout_ref": {
+                "model": {"path": str(TOKENIZER_DIR), "custom_chat_template": TEMPLATE},
+                "actor": {"ppo_mini_batch_size": 2, "ppo_micro_batch_size_per_gpu": 1},
+                "rollout": {
+                    "n": 1,
+                    "log_prob_micro_batch_size_per_gpu": 1,
+                    "tensor_model_parallel_size": 1,
+                },
+            },
+            "algorithm": {"adv_estimator": "grpo"},
+            "trainer": {"device": "cpu", "nnodes": 1, "n_gpus_per_node": 1},
+        }
+    )
+    plan = run.plan
+    tokenizer = load_tokenizer(
+        plan.data.tokenizer,
+        trust_remote_code=False,
+        custom_chat_template=plan.model.custom_chat_template,
+    )
+    dataset = _dataset(plan, plan.data.train_files, tokenizer, plan.data.train_max_samples)
+    assert [s.ground_truth for s in dataset.samples] == ["48", "48"]
+    assert dataset[0].prompt_ids == _encode(tokenizer, "Q: x.parquet #0\nA:")
