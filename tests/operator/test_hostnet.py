@@ -69,6 +69,8 @@ def test_every_ray_port_of_every_pod_is_distinct_and_declared():
         assert metrics_port not in used
         assert all(PORT_RANGE[0] <= port <= PORT_RANGE[1] for port in declared)
         assert env["KUBERL_NODE_IP"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.hostIP"}}
+        # Set on a worker, it makes Ray refuse to join the cluster ("not supported on OSX").
+        assert ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" in env) == (index == 0)
         names = [port["name"] for port in container["ports"]]
         assert len(names) == len(set(names)) and all(len(name) <= 15 for name in names)
     head = groups(rc)[0]

@@ -105,8 +105,10 @@ def _host_network_group(group: dict[str, Any], ports: dict[str, int], head: bool
     env += [
         {"name": "KUBERL_METRICS_PORT", "value": str(ports[RUNTIME_METRICS])},
         {"name": NODE_IP_ENV, "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
+    ]
+    if head:
         # Ray maps a loopback node address to the host's routed IP unless this is 0; with a
         # real host IP it changes nothing (a loopback-only node is the local test cluster).
-        {"name": "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "value": "0"},
-    ]
+        # Never on workers: Ray 2.60 then refuses to join a cluster at all.
+        env.append({"name": "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "value": "0"})
     container["env"] = env
