@@ -149,3 +149,16 @@ def test_checkpoint_retention_keeps_the_smallest_limit():
     assert plan_of(DEMO).trainer.max_ckpt_to_keep == (
         DEMO["trainer"].get("max_actor_ckpt_to_keep") or 0
     )
+
+
+def test_verls_generated_default_config_plans():
+    """verl 0.9.1's complete default config (what every verl user starts from) plans too."""
+    from tests.api.test_verl_parity import _validate, _verl_default
+
+    result = _validate(_verl_default())
+    assert result.ok, [p.render() for p in result.errors]
+    plan = build_run_plan(result.backend_config, result.af_output_dir)
+    assert plan.placement.world_size == 8
+    assert plan.rollout.n == 1 and plan.critic.enable
+    assert RunPlan.from_json(plan.to_json()) == plan
+    assert result.not_honoured, "verl's config sets keys kuberl accepts without effect"
