@@ -30,9 +30,12 @@ def run(args: argparse.Namespace) -> int:
     from kuberl_runtime.config import load_run_config
     from kuberl_runtime.launcher.local import LaunchError
     from kuberl_runtime.launcher.select import launch
+    from kuberl_runtime.reporting.driver_log import persist_driver_log
 
     try:
         run_config = load_run_config(args.config, args.overrides)
+        # Under the operator: the attempt's whole log, kept on the job's own volume.
+        persist_driver_log(run_config.output_dir)
         return launch(run_config, args.launcher)
     except FileNotFoundError as err:
         print(f"{args.config}: {err}", file=sys.stderr)
