@@ -14,6 +14,12 @@ from kuberl_operator.config import OperatorConfig
 from kuberl_operator.names import ANNOTATION_PREFIX, FINALIZER
 from kuberl_operator.reconcile import Reconciler
 from kuberl_operator.state import INVALID_SPEC, TERMINAL_PHASES, Event
+from kuberl_operator.wedges import (
+    ERROR_REASON,
+    DigestDiffBaseStorage,
+    ErrorBackoff,
+    error_message,
+)
 
 log = logging.getLogger(__name__)
 RESOURCE = (GROUP, VERSION, PLURAL)
@@ -25,8 +31,9 @@ def build_settings(config: OperatorConfig) -> kopf.OperatorSettings:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(
         prefix=ANNOTATION_PREFIX
     )
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=ANNOTATION_PREFIX, key="last-handled-configuration"
+    # A digest, not the spec: a large spec never hits the annotation size limit (wedges.py).
+    settings.persistence.diffbase_storage = DigestDiffBaseStorage(
+        prefix=ANNOTATION_PREFIX, key="last-handled-digest"
     )
     settings.execution.max_workers = config.max_workers
     settings.posting.level = logging.WARNING  # our own events carry the story; not kopf's logs
@@ -56,32 +63,43 @@ def post_event(body: dict[str, Any], event: Event) -> None:
 
 
 def register(registry: kopf.OperatorRegistry, reconciler: Reconciler, config: OperatorConfig):
-    def run(namespace: str, name: str, cause: str) -> None:
+    backoff = ErrorBackoff(config.poll_interval, config.backoff_max)
+
+    def run(namespace: str, name: str, cause: str, body: Any = None) -> None:
+        key = f"{namespace}/{name}"
+        if cause == "timer" and not backoff.due(key):
+            return
         try:
             reconciler.reconcile(namespace, name)
-        except Exception:
-            # Never crash and never let kopf retry on its own: the timer reconciles again soon.
-            log.exception("reconcile %s/%s (%s) failed", namespace, name, cause)
+        except Exception as err:
+            # Never crash and never let kopf retry on its own: reported, retried with backoff.
+            delay = backoff.failed(key)
+            log.exception("reconcile %s (%s) failed; next try in %.0fs", key, cause, delay)
+            if body is not None:
+                message = error_message(err, delay)
+                post_event(dict(body), Event("Warning", ERROR_REASON, message))
+        else:
+            backoff.succeeded(key)
 
     @kopf.on.login(registry=registry)
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
         return kopf.login_via_client(**kwargs)  # in-cluster account, else $KUBECONFIG
 
     @kopf.on.create(*RESOURCE, registry=registry)
-    def on_create(namespace: str, name: str, **_: Any) -> None:
-        run(namespace, name, "create")
+    def on_create(namespace: str, name: str, body: kopf.Body, **_: Any) -> None:
+        run(namespace, name, "create", body)
 
     @kopf.on.update(*RESOURCE, registry=registry)
-    def on_update(namespace: str, name: str, **_: Any) -> None:
-        run(namespace, name, "update")
+    def on_update(namespace: str, name: str, body: kopf.Body, **_: Any) -> None:
+        run(namespace, name, "update", body)
 
     @kopf.on.resume(*RESOURCE, registry=registry)
-    def on_resume(namespace: str, name: str, **_: Any) -> None:
-        run(namespace, name, "resume")
+    def on_resume(namespace: str, name: str, body: kopf.Body, **_: Any) -> None:
+        run(namespace, name, "resume", body)
 
     @kopf.timer(*RESOURCE, interval=config.poll_interval, when=needs_polling, registry=registry)
-    def on_timer(namespace: str, name: str, **_: Any) -> None:
-        run(namespace, name, "timer")
+    def on_timer(namespace: str, name: str, body: kopf.Body, **_: Any) -> None:
+        run(namespace, name, "timer", body)
 
     @kopf.on.delete(*RESOURCE, registry=registry)
     def on_delete(body: kopf.Body, **_: Any) -> None:
