@@ -2,7 +2,7 @@
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from kuberl_api.backend_config.actor import KLEstimator
 from kuberl_api.backend_config.verl_keys import VerlAlgorithmKeys
@@ -19,6 +19,11 @@ AdvantageEstimator = Literal[
     "grpo_passk",
     "gpg",
 ]
+
+
+RollNormType = Literal["batch", "group"]
+# The estimators ROLL's adv_estimator maps to (gae, grpo, reinforce → reinforce_plus_plus).
+ROLL_ESTIMATORS = ("gae", "grpo", "reinforce_plus_plus")
 
 
 class KLControlConfig(ConfigModel):
@@ -43,3 +48,53 @@ class AlgorithmConfig(VerlAlgorithmKeys):
     kl_ctrl: KLControlConfig = Field(default_factory=KLControlConfig)
     use_pf_ppo: bool = False
     pf_ppo: PFPPOConfig = Field(default_factory=PFPPOConfig)
+
+    # ---- kuberl extension: ROLL's RLVR options (issue 14; owner H-numbers) -------------------
+    # Not verl keys; all off by default. A ROLL pipeline config maps onto them (api/roll/), and
+    # kuberl_runtime.algorithms.roll_rlvr implements them with ROLL's semantics (docs/roll.md).
+    reward_clip: float | None = Field(
+        None, gt=0, description="Clip response- and token-level rewards to ±value (ROLL)."
+    )
+    advantage_clip: float | None = Field(
+        None, gt=0, description="Clip advantages to ±value (ROLL)."
+    )
+    norm_mean_type: RollNormType | None = Field(
+        None, description="Subtract the batch or group mean from each score (ROLL); null: none."
+    )
+    norm_std_type: RollNormType | None = Field(
+        None, description="Divide each score by the batch or group std + 1e-6 (ROLL); null: none."
+    )
+    max_len_mask: bool = Field(
+        False, description="Leave truncated responses out of the advantage and loss (ROLL)."
+    )
+    difficulty_mask: bool = Field(
+        False, description="Leave out prompts whose mean score is outside the thresholds (ROLL)."
+    )
+    difficulty_low_threshold: float = Field(0.0, description="Kept: mean score > this.")
+    difficulty_high_threshold: float = Field(1.0, description="Kept: mean score < this.")
+
+    @model_validator(mode="after")
+    def _roll_options_fit(self) -> "AlgorithmConfig":
+        settings = {
+            "reward_clip": self.reward_clip,
+            "advantage_clip": self.advantage_clip,
+            "norm_mean_type": self.norm_mean_type,
+            "norm_std_type": self.norm_std_type,
+            "max_len_mask": self.max_len_mask or None,
+            "difficulty_mask": self.difficulty_mask or None,
+        }
+        used = [key for key, value in settings.items() if value is not None]
+        if used and self.adv_estimator not in ROLL_ESTIMATORS:
+            raise ValueError(
+                f"{', '.join(used)} (ROLL options) work with adv_estimator "
+                f"{' | '.join(ROLL_ESTIMATORS)}, not {self.adv_estimator!r}; pick one of those "
+                "or remove them"
+            )
+        if self.difficulty_low_threshold >= self.difficulty_high_threshold:
+            raise ValueError(
+                f"difficulty_low_threshold ({self.difficulty_low_threshold}) must be below "
+                f"difficulty_high_threshold ({self.difficulty_high_threshold})"
+            )
+        return self
+
+    # ---- end of the ROLL block -----------------------------------------------------------------

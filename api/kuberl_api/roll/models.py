@@ -188,6 +188,15 @@ class RollConfig(RollModel):
     ] = "seq-mean-token-mean"
     critic_warmup: int = Field(0, ge=0)
     enable_reference: bool = False
+    # RLVR reward/advantage options (RLVRConfig); kuberl's algorithm.* keys of the same names.
+    reward_clip: float | None = Field(None, ge=0, description="0 or null: off (ROLL).")
+    advantage_clip: float | None = Field(None, gt=0)
+    norm_mean_type: Literal["batch", "group", "running"] | None = None
+    norm_std_type: Literal["batch", "group", "running"] | None = None
+    max_len_mask: bool = False
+    difficulty_mask: bool = False
+    difficulty_low_threshold: float = 0.0
+    difficulty_high_threshold: float = 1.0
 
     validation: ValidationConfig | None = None
     rewards: dict[str, RewardWorker] | None = None

@@ -168,12 +168,14 @@ def _map_resume(cfg: RollConfig, draft: Draft) -> None:
 def _map_algorithm(cfg: RollConfig, draft: Draft) -> None:
     estimator = _ESTIMATORS[cfg.adv_estimator]
     draft.set("algorithm.adv_estimator", estimator, "adv_estimator")
-    if cfg.adv_estimator == "reinforce":
+    if cfg.adv_estimator == "reinforce" and not cfg.whiten_advantages:
+        # With whiten_advantages, ROLL's reinforce (discounted returns, whitened over the kept
+        # responses) is reinforce_plus_plus on single-turn responses; without, it is not.
         draft.warn(
             ("adv_estimator",),
             "ROLL's reinforce is approximated by verl's reinforce_plus_plus (discounted "
             "returns, whitened over the batch)",
-            "use grpo or gae for an exact mapping",
+            "set whiten_advantages: true for an exact mapping",
             "reinforce",
         )
     whitens = cfg.adv_estimator in ("gae", "reinforce")
@@ -214,6 +216,7 @@ def _map_algorithm(cfg: RollConfig, draft: Draft) -> None:
         draft.set("actor_rollout_ref.actor.clip_ratio_c", 1.0e9, "dual_clip_loss")
     if cfg.value_clip is not None:
         draft.set("critic.cliprange_value", cfg.value_clip, "value_clip")
+    _map_rlvr_options(cfg, draft)
     if cfg.enable_reference and not (cfg.use_kl_loss or cfg.add_token_level_kl):
         draft.warn(
             ("enable_reference",),
@@ -234,6 +237,40 @@ def _map_algorithm(cfg: RollConfig, draft: Draft) -> None:
             f"ignored: {cfg.adv_estimator} uses no value model, so kuberl runs no critic",
             "remove the critic worker",
         )
+
+
+def _map_rlvr_options(cfg: RollConfig, draft: Draft) -> None:
+    """ROLL's RLVR reward/advantage options onto kuberl's algorithm.* keys of the same names."""
+    if cfg.reward_clip:  # ROLL tests truthiness: 0 is off
+        draft.set("algorithm.reward_clip", cfg.reward_clip, "reward_clip")
+    if cfg.advantage_clip is not None:
+        draft.set("algorithm.advantage_clip", cfg.advantage_clip, "advantage_clip")
+    norms = {"norm_mean_type": cfg.norm_mean_type, "norm_std_type": cfg.norm_std_type}
+    for key, value in norms.items():
+        if value == "running":
+            draft.error(
+                (key,),
+                "ROLL's running reward statistics are not supported by kuberl",
+                "use batch or group, or remove it",
+                value,
+            )
+        elif cfg.adv_estimator == "grpo":
+            if value not in (None, "group"):
+                draft.warn(
+                    (key,),
+                    "ignored: ROLL normalises grpo rewards by group mean and std regardless",
+                    "remove it",
+                    value,
+                )
+        elif value is not None:
+            draft.set(f"algorithm.{key}", value, key)
+    if cfg.max_len_mask:
+        draft.set("algorithm.max_len_mask", True, "max_len_mask")
+    if cfg.difficulty_mask:
+        draft.set("algorithm.difficulty_mask", True, "difficulty_mask")
+        low, high = cfg.difficulty_low_threshold, cfg.difficulty_high_threshold
+        draft.set("algorithm.difficulty_low_threshold", low, "difficulty_low_threshold")
+        draft.set("algorithm.difficulty_high_threshold", high, "difficulty_high_threshold")
 
 
 def _map_forward_batches(cfg: RollConfig, draft: Draft, micro: int | None) -> None:

@@ -73,10 +73,10 @@ def test_cli_prints_warnings_with_roll_paths_and_passes(tmp_path, base):
 
 
 def test_cli_prints_errors_with_roll_paths_and_fails(tmp_path, base):
-    base["reward_clip"] = 10
+    base["whiten_rewards"] = True
     done = _cli_validate(tmp_path, base)
     assert done.returncode == 1
-    assert "error: reward_clip: ROLL's reward_clip is not supported by kuberl" in done.stderr
+    assert "error: whiten_rewards: ROLL's whiten_rewards is not supported by kuberl" in done.stderr
 
 
 def _manifest(roll: dict, **spec) -> dict:
@@ -119,9 +119,9 @@ def test_manifest_device_mapping_must_match_the_pools(base):
 
 
 def test_manifest_problem_paths_carry_the_spec_prefix(base):
-    base["reward_clip"] = 1
+    base["whiten_rewards"] = True
     (problem,) = validate(_manifest(base)).errors
-    assert problem.path == "spec.roll_config.reward_clip"
+    assert problem.path == "spec.roll_config.whiten_rewards"
 
 
 def test_manifest_with_both_configs_is_rejected(base):

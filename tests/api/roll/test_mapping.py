@@ -346,6 +346,37 @@ def test_critic_worker_maps_to_verl_critic(base, key, expected):
     assert verl(result, key) == expected
 
 
+RLVR_OPTIONS = {
+    "adv_estimator": "reinforce",
+    "whiten_advantages": True,
+    "reward_clip": 10,
+    "advantage_clip": 2.0,
+    "norm_mean_type": "batch",
+    "norm_std_type": "group",
+    "max_len_mask": True,
+    "difficulty_mask": True,
+    "difficulty_low_threshold": 0.1,
+    "difficulty_high_threshold": 0.95,
+}
+
+
+def test_rlvr_reward_and_advantage_options_map_to_kuberl_keys(base):
+    result = validate(with_keys(base, RLVR_OPTIONS))
+    assert result.errors == [], [p.render() for p in result.errors]
+    algorithm = result.backend_config.algorithm
+    assert algorithm.reward_clip == 10 and algorithm.advantage_clip == 2.0
+    assert (algorithm.norm_mean_type, algorithm.norm_std_type) == ("batch", "group")
+    assert algorithm.max_len_mask and algorithm.difficulty_mask
+    assert (algorithm.difficulty_low_threshold, algorithm.difficulty_high_threshold) == (0.1, 0.95)
+
+
+def test_rlvr_options_off_by_default_and_zero_reward_clip_is_off(base):
+    result = validate(with_keys(base, {"reward_clip": 0}))
+    algorithm = result.backend_config.algorithm
+    assert algorithm.reward_clip is None and algorithm.advantage_clip is None
+    assert not (algorithm.max_len_mask or algorithm.difficulty_mask)
+
+
 def test_reinforce_maps_to_reinforce_plus_plus(base):
     result = validate(with_keys(base, {"adv_estimator": "reinforce", "whiten_advantages": True}))
     assert verl(result, "algorithm.adv_estimator") == "reinforce_plus_plus"

@@ -263,8 +263,15 @@ CASES = [
         f"{SC}.zero_optimization.offload_param.device",
         "cannot offload to NVMe",
     ),
-    ({"reward_clip": 10}, E, "reward_clip", "has no equivalent"),
-    ({"norm_mean_type": "group"}, E, "norm_mean_type", "has no equivalent"),
+    ({"whiten_rewards": True}, E, "whiten_rewards", "has no equivalent"),
+    ({"error_max_len_clip": True}, E, "error_max_len_clip", "has no equivalent"),
+    ({"norm_mean_type": "running"}, E, "norm_mean_type", "running reward statistics"),
+    (
+        {"adv_estimator": "grpo", "norm_std_type": "batch"},
+        W,
+        "norm_std_type",
+        "group mean and std regardless",
+    ),
     ({"async_generation_ratio": 1}, E, "async_generation_ratio", "synchronous"),
     ({"actor_train.pg_variant": "topr"}, E, "actor_train.pg_variant", "ppo variant"),
     (
