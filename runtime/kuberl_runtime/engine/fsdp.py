@@ -30,6 +30,11 @@ def torch_dtype(name: str) -> torch.dtype:
     return _DTYPES[name]
 
 
+def offloads(fsdp_config: FSDPConfig, device: Device) -> bool:
+    """Parameters live in host memory between uses (`param_offload` / `offload_policy`)."""
+    return device.type != "cpu" and (fsdp_config.offload_policy or fsdp_config.param_offload)
+
+
 def apply_fsdp(
     model: nn.Module, fsdp_config: FSDPConfig, device: Device, mesh: DeviceMesh | None = None
 ) -> nn.Module:
@@ -39,7 +44,7 @@ def apply_fsdp(
         kwargs["mp_policy"] = MixedPrecisionPolicy(
             param_dtype=torch_dtype(fsdp_config.dtype), reduce_dtype=torch.float32
         )
-    if device.type != "cpu" and (fsdp_config.offload_policy or fsdp_config.param_offload):
+    if offloads(fsdp_config, device):
         kwargs["offload_policy"] = CPUOffloadPolicy(pin_memory=True)
     for layer in decoder_layers(model):
         fully_shard(layer, **kwargs)

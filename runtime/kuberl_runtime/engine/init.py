@@ -22,7 +22,7 @@ from torch.distributed.tensor import DTensor, distribute_tensor
 
 from kuberl_api.backend_config.actor import FSDPConfig
 from kuberl_runtime.device import Device
-from kuberl_runtime.engine.fsdp import apply_fsdp
+from kuberl_runtime.engine.fsdp import apply_fsdp, offloads
 
 
 def build_sharded(
@@ -35,7 +35,13 @@ def build_sharded(
     is_main: bool,
     mesh: DeviceMesh | None = None,
 ) -> nn.Module:
-    """`build_empty()` (meta) sharded onto `target`, weights from rank 0's `build_full()` (host)."""
+    """`build_empty()` (meta) sharded onto `target`, weights from rank 0's `build_full()` (host).
+
+    CPU-offloaded modules (`param_offload`) still load everywhere and shard afterwards: their
+    shards live in host memory, which this streaming does not place yet.
+    """
+    if offloads(fsdp_config, device):
+        return apply_fsdp(build_full().to(target), fsdp_config, device, mesh)
     model = apply_fsdp(build_empty(), fsdp_config, device, mesh)
     full = build_full().state_dict() if is_main else {}
     load_from_rank0(model, full, target)

@@ -49,10 +49,10 @@ class HFRollout:
         start = int((prompt_mask.sum(0) > 0).long().argmax())  # drop columns that are all padding
         input_ids, mask = prompts[:, start:], prompt_mask[:, start:].long()
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        generators = row_generators(seeds)
+        generators = row_generators(seeds, device)
         responses = torch.full((rows, params.response_length), self.pad_id, dtype=torch.long)
-        finished = torch.zeros(rows, dtype=torch.bool)
-        eos = torch.tensor(self.eos_ids, dtype=torch.long)
+        finished = torch.zeros(rows, dtype=torch.bool, device=device)
+        eos = torch.tensor(self.eos_ids, dtype=torch.long, device=device)
         ones = torch.ones(rows, 1, dtype=torch.long, device=device)
         cache = DynamicCache()
         next_position = positions[:, -1:] + 1
@@ -65,16 +65,17 @@ class HFRollout:
             logits_to_keep=1,
         )
         for step in range(params.response_length):
-            tokens = sample_next(out.logits[:, -1].float().cpu(), params, generators)
+            # Sampled where the logits are: only the chosen ids (rows longs) reach the host.
+            tokens = sample_next(out.logits[:, -1].float(), params, generators)
             tokens = torch.where(finished, torch.full_like(tokens, self.pad_id), tokens)
-            responses[:, step] = tokens
+            responses[:, step] = tokens.cpu()
             if not params.ignore_eos:
                 finished |= torch.isin(tokens, eos)
             if finished.all() or step + 1 == params.response_length:
                 break
             mask = torch.cat([mask, ones], dim=1)
             out = self.model(
-                input_ids=tokens.unsqueeze(1).to(device),
+                input_ids=tokens.unsqueeze(1),
                 attention_mask=mask,
                 position_ids=next_position,
                 past_key_values=cache,

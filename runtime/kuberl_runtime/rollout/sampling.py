@@ -13,8 +13,11 @@ import torch
 from kuberl_runtime.rollout.base import SamplingParams
 
 
-def row_generators(seeds: Sequence[int]) -> list[torch.Generator]:
-    return [torch.Generator().manual_seed(int(seed)) for seed in seeds]
+def row_generators(
+    seeds: Sequence[int], device: torch.device | str = "cpu"
+) -> list[torch.Generator]:
+    """One stream per row, on the device that samples (the logits' device)."""
+    return [torch.Generator(device=device).manual_seed(int(seed)) for seed in seeds]
 
 
 def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
@@ -35,12 +38,15 @@ def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tenso
 def sample_next(
     logits: torch.Tensor, params: SamplingParams, generators: list[torch.Generator]
 ) -> torch.Tensor:
-    """(rows, V) float logits → (rows,) token ids."""
+    """(rows, V) float logits → (rows,) token ids, on the logits' device (no host round trip)."""
     if params.greedy:
         return logits.argmax(-1)
     scaled = filter_logits(logits / params.temperature, params.top_k, params.top_p)
     uniform = torch.stack(
-        [torch.rand(logits.shape[-1], generator=g, dtype=torch.float64) for g in generators]
+        [
+            torch.rand(logits.shape[-1], generator=g, dtype=torch.float64, device=logits.device)
+            for g in generators
+        ]
     ).clamp_(min=1e-20, max=1 - 1e-12)
     gumbel = -torch.log(-torch.log(uniform))
     return (scaled.double() + gumbel).argmax(-1)
