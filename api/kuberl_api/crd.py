@@ -52,6 +52,19 @@ PRINTER_COLUMNS = [
 ]
 
 
+# Every object a job owns is named and labelled from metadata.name: RayClusters and their
+# Services (DNS-1035 labels; kuberl shortens `<name>-a<N>` with a hash to fit KubeRay's own
+# suffixes) and the `kuberl.io/job` label (at most 63 characters). A name KubeRay would reject
+# is refused when the job is applied, not left Provisioning forever.
+NAME_RULE = {
+    "rule": "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && "
+    "size(self.metadata.name) <= 63",
+    "message": "metadata.name must be a DNS-1035 label of at most 63 characters: lowercase "
+    "letters, digits and '-', starting with a letter and ending with a letter or digit",
+    "reason": "FieldValueInvalid",
+}
+
+
 def build_crd() -> dict[str, Any]:
     spec_schema = structural_schema(RLTrainingJobSpec.model_json_schema(by_alias=True))
     spec_schema["properties"]["workerPools"].update(
@@ -93,6 +106,7 @@ def build_crd() -> dict[str, Any]:
                             "description": "A reinforcement-learning fine-tuning job "
                             "(PPO/GRPO, verl-compatible) run on a KubeRay RayCluster.",
                             "required": ["spec"],
+                            "x-kubernetes-validations": [NAME_RULE],
                             "properties": {
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},
