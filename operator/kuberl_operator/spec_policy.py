@@ -5,13 +5,29 @@ create pods must not get hostPath volumes or other people's Secrets through a jo
 unless the admin turns them on (``--allow-host-path``, ``--allow-secret-env``).
 """
 
+import json
+
 from kuberl_api.job import RLTrainingJobSpec
 from kuberl_api.validation.problems import Problem
 from kuberl_operator.config import OperatorConfig
 
+MAX_BACKEND_CONFIG_BYTES = 256 * 1024
+"""A verl config is a few KiB; past this it is a mistake (data inlined, a runaway generator),
+and it travels in every submission and the job's audit file."""
+
 
 def policy_problems(spec: RLTrainingJobSpec, config: OperatorConfig) -> list[Problem]:
     problems: list[Problem] = []
+    size = len(json.dumps(spec.backend_config.model_dump(mode="json")))
+    if size > MAX_BACKEND_CONFIG_BYTES:
+        problems.append(
+            Problem(
+                "spec.backend_config",
+                f"is {size // 1024} KiB as JSON, over the {MAX_BACKEND_CONFIG_BYTES // 1024} "
+                "KiB limit",
+                "keep data out of the config: reference files (data.train_files) instead",
+            )
+        )
     if not config.allow_host_path:
         for field, source in (("output", spec.storage.output), ("model", spec.storage.model)):
             if source is not None and source.host_path:
