@@ -238,6 +238,7 @@ def run(
     try:
         kuberl, cluster_spec = measure_kuberl(kube_api, watch, ours, n, operator_pid, threads,
                                               timeout)  # fmt: skip
+        print(kuberl.row(), flush=True)  # kept even if the KubeRay side then times out
         with namespace(kube_api, "rayjobs") as theirs:
             kuberay = measure_kuberay(watch, theirs, n, cluster_spec, kuberay_pid, threads,
                                       timeout)  # fmt: skip
