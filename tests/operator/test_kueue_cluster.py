@@ -8,9 +8,6 @@ LocalQueue in the job namespace, and two WorkloadPriorityClasses. The operator r
 writing progress and a checkpoint into status.
 """
 
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from support.fake_dashboard import FakeDashboard
+from support.fake_dashboard import FakeDashboard, operator_on
 from support.rljobs import GROUP, PLURAL, VERSION, Jobs, fake_job, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -93,35 +90,8 @@ def kueue_jobs(
     kube_api: Any, local_cluster: Any, job_namespace: str, dashboard: FakeDashboard,
     tmp_path: Path,
 ) -> Iterator[Jobs]:  # fmt: skip
-    log_path = tmp_path / "operator.log"
-    argv = [
-        sys.executable, "-m", "kuberl_operator", "-n", job_namespace,
-        "--poll-interval", "1", "--backoff-base", "1", "--backoff-max", "4",
-        "--dashboard-url-override", dashboard.url, "--metrics-host", "127.0.0.1",
-        "--metrics-port", str(free_port()), "--liveness", f"http://127.0.0.1:{free_port()}/healthz",
-    ]  # fmt: skip
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            argv, env={**os.environ, "KUBECONFIG": local_cluster.kubeconfig}, stdout=log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
+    with operator_on(local_cluster.kubeconfig, job_namespace, dashboard, tmp_path / "op.log"):
         yield Jobs(kube_api, job_namespace)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        print("----- operator log -----\n" + log_path.read_text(errors="replace")[-6000:])
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def queued_job(name: str, tmp_path: Any, priority: str) -> dict:

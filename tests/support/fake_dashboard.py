@@ -7,9 +7,16 @@ is RUNNING once submitted, and ``finish`` ends it. Any token is accepted.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import socket
+import subprocess
+import sys
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -85,3 +92,38 @@ class FakeDashboard:
             if method == "GET" and len(parts) == 4:
                 return 200, job
         return 404, {"error": f"no route {method} {path}"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def operator_on(
+    kubeconfig: str, namespace: str, dashboard: FakeDashboard, log_path: Path, *extra: str
+) -> Iterator[subprocess.Popen]:
+    """``python -m kuberl_operator`` watching `namespace`, every head at `dashboard`; its log is
+    printed when the test ends (shown by pytest when it failed)."""
+    argv = [
+        sys.executable, "-m", "kuberl_operator", "-n", namespace,
+        "--poll-interval", "1", "--backoff-base", "1", "--backoff-max", "4",
+        "--dashboard-url-override", dashboard.url, "--metrics-host", "127.0.0.1",
+        "--metrics-port", str(_free_port()),
+        "--liveness", f"http://127.0.0.1:{_free_port()}/healthz", *extra,
+    ]  # fmt: skip
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            argv, env={**os.environ, "KUBECONFIG": kubeconfig}, stdout=log,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        print("----- operator log -----\n" + log_path.read_text(errors="replace")[-6000:])
