@@ -12,16 +12,14 @@ import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from kuberl_runtime.dryrun.shapes import ACCELERATORS, MODEL_SHAPES
-
+    # No runtime import here: every command's arguments are built when `kuberl` starts, and the
+    # operator image (`kuberl operator`) has no data plane.
     parser.add_argument("job", metavar="JOB", help="RLTrainingJob manifest or verl config YAML")
     parser.add_argument(
         "--model-config",
-        help=f"config.json, model directory, or a known shape ({', '.join(MODEL_SHAPES)})",
+        help="config.json, model directory, or a known shape (e.g. Qwen2.5-7B, Qwen2.5-32B)",
     )
-    parser.add_argument(
-        "--accelerator", choices=sorted(ACCELERATORS), default="H100", help="default: H100"
-    )
+    parser.add_argument("--accelerator", default="H100", help="H100 (default), H200, A100 or 910B")
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key"
     )
@@ -31,7 +29,12 @@ def run(args: argparse.Namespace) -> int:
     from kuberl_runtime.config import load_run_config
     from kuberl_runtime.dryrun import check_fit, format_report, model_config, run_dry
     from kuberl_runtime.dryrun.from_plan import dry_run_input
+    from kuberl_runtime.dryrun.shapes import ACCELERATORS
 
+    if args.accelerator not in ACCELERATORS:
+        known = ", ".join(sorted(ACCELERATORS))
+        print(f"--accelerator {args.accelerator}: unknown; use one of {known}", file=sys.stderr)
+        return 2
     plan = load_run_config(args.job, args.set).plan
     try:
         config = model_config(args.model_config or plan.model.path)
