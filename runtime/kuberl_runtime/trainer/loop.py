@@ -56,6 +56,7 @@ class Trainer:
         self.reporter = reporter if components.ranks.is_main else NullProgressReporter()
         self.global_step = 0
         self.tracker = Tracker([])  # fit() installs rank 0's backends
+        self._saved: tuple[int, Path] | None = None  # a checkpoint not yet announced
         algo = self.plan.algorithm
         self.kl_ctrl = (
             build_kl_controller(
@@ -88,6 +89,7 @@ class Trainer:
                 self.global_step += 1
                 step_metrics = self.train_step(self.global_step)
                 tracker.log(step_metrics, step=self.global_step)
+                self._announce_checkpoint()
                 self.reporter.on_step(
                     step=self.global_step, total_steps=total, metrics=step_metrics
                 )
@@ -382,9 +384,21 @@ class Trainer:
         path = self.checkpoints.save(
             step, train_state(self.c, self.kl_ctrl, step), write_main_files
         )
+        self._saved = (step, path)
+        return path
+
+    def _announce_checkpoint(self) -> None:
+        """Report a step's checkpoint only once that step's metrics are logged.
+
+        Whoever stops the run after hearing of checkpoint N (the operator, a test) then finds step
+        N's metrics line written, and the resumed attempt continues the file at step N + 1.
+        """
+        if self._saved is None:
+            return
+        step, path = self._saved
+        self._saved = None
         self.reporter.on_checkpoint(step=step, path=str(path))
         self.tracker.on_checkpoint(step)
-        return path
 
     def _contents(self) -> dict[str, Contents]:
         actor, critic = self.plan.actor.checkpoint, self.plan.critic.checkpoint
