@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import torch
+
 from kuberl_runtime.rewards.errors import RewardError
 from kuberl_runtime.rewards.manager import RewardOutput
 
@@ -47,8 +49,12 @@ class OverlongBuffer:
 
 
 def overlong_reward(response_length: int, max_resp_len: int, buffer: OverlongBuffer) -> float:
-    exceed = response_length - (max_resp_len - buffer.len)
-    return min(-exceed / buffer.len * buffer.penalty_factor, 0.0)
+    """In float32, as verl: its response length is an int64 tensor, so the division yields
+    float32 and penalty_factor is rounded to float32 before the product (a factor below float32's
+    range, or a product that underflows, gives −0.0: no penalty, `overlong` False)."""
+    exceed = torch.tensor(response_length - (max_resp_len - buffer.len))
+    penalty = float(-exceed / buffer.len * buffer.penalty_factor)
+    return min(penalty, 0.0)
 
 
 def dapo_scores(

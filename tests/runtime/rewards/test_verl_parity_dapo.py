@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 from verl import DataProto
@@ -79,6 +79,9 @@ def ours(lengths, width, fn, buffer: OverlongBuffer, max_resp_len):
     log=st.booleans(),
     dict_results=st.booleans(),
 )
+# A factor that underflows float32: verl's penalty is −0.0 (not overlong); a float64 one is not.
+@example(lengths=[11], buffer_len=3, factor=5e-324, enable=True, log=True, dict_results=False)
+@example(lengths=[12, 10], buffer_len=3, factor=1e-45, enable=True, log=True, dict_results=True)
 def test_dapo_equals_verl(lengths, buffer_len, factor, enable, log, dict_results):
     width = max_resp_len = 12
     buffer = OverlongBuffer(enable=enable, len=buffer_len, penalty_factor=factor, log=log)
