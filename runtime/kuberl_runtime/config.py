@@ -2,7 +2,8 @@
 
 `load_run_config` reads a bare backend_config, a ModelArts YAML or a full RLTrainingJob manifest,
 applies dotted `key=value` overrides to its backend_config, validates it (refused keys are errors)
-and builds the `RunPlan` everything below this module reads.
+and builds the `RunPlan` everything below this module reads. A verl SFT config (bare, or as a
+ModelArts backend_config) becomes an `SFTPlan` instead (`kuberl_api.plan.sft`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kuberl_api.plan import RunPlan, build_run_plan
+from kuberl_api.plan.sft import SFTPlan, build_sft_plan, is_sft_plan_json
 from kuberl_api.validation import DocumentKind, SpecInvalid, load_documents, validate_document
 from kuberl_api.validation.documents import Document, set_dotted
 from kuberl_api.validation.problems import Problem
@@ -25,7 +27,7 @@ from kuberl_api.yamlio import load_yaml
 class RunConfig:
     """One run: its frozen plan (``kuberl_api.plan``), the only thing the runtime reads."""
 
-    plan: RunPlan
+    plan: RunPlan | SFTPlan
 
     @property
     def checkpoint_dir(self) -> Path:
@@ -45,7 +47,7 @@ class RunConfig:
 
     @classmethod
     def from_json(cls, text: str) -> RunConfig:
-        return cls(RunPlan.from_json(text))
+        return cls(SFTPlan.from_json(text) if is_sft_plan_json(text) else RunPlan.from_json(text))
 
 
 def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
@@ -66,6 +68,8 @@ def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (
     doc = apply_overrides(documents[0], overrides)
     result = validate_document(doc, allow_env=True)  # ${oc.env:...} reads this run's env
     result.raise_for_errors()
+    if result.sft_config is not None:
+        return RunConfig(build_sft_plan(result.sft_config, result.af_output_dir))
     assert result.backend_config is not None
     return RunConfig(build_run_plan(result.backend_config, result.af_output_dir))
 
@@ -84,9 +88,8 @@ def apply_overrides(doc: Document, overrides: list[str] | tuple[str, ...]) -> Do
     if not overrides:
         return doc
     body = json.loads(json.dumps(doc.body))
-    target = (
-        body if doc.kind is DocumentKind.BACKEND_CONFIG else body.setdefault("backend_config", {})
-    )
+    bare = doc.kind in (DocumentKind.BACKEND_CONFIG, DocumentKind.SFT)
+    target = body if bare else body.setdefault("backend_config", {})
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep or not key:

@@ -31,9 +31,15 @@ class KeyReport:
 
 
 def check_key_fates(raw_backend: dict[str, Any]) -> KeyReport:
+    return check_fates(raw_backend, REGISTRY, schema_leaves())
+
+
+def check_fates(
+    raw_backend: dict[str, Any], registry: dict[str, KeyEntry], defaults: dict[str, Any]
+) -> KeyReport:
+    """``raw_backend`` against one registry (RL's, or SFT's in ``keys/sft.py``)."""
     report = KeyReport()
-    defaults = schema_leaves()
-    for key, entry in REGISTRY.items():
+    for key, entry in registry.items():
         if key.startswith(ENVELOPE):
             continue
         value = _lookup(raw_backend, key)

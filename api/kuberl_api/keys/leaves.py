@@ -44,3 +44,8 @@ def _sub_model(annotation: Any) -> type[BaseModel] | None:
         models = [a for a in typing.get_args(annotation) if _sub_model(a) is not None]
         return models[0] if len(models) == 1 else None
     return None
+
+
+def walk_leaves(model: type[BaseModel]) -> typing.Iterator[tuple[str, Any]]:
+    """Dotted key -> schema default for every leaf of ``model`` (another tree: SFT's)."""
+    yield from _walk(model, "")

@@ -5,7 +5,10 @@
   ``engine_kwargs``), nested or written with dotted keys as AscendFactory does;
 * ``backend_config``: a bare verl config tree (``data``, ``actor_rollout_ref``, ...);
 * ``roll``: a ROLL pipeline config, told by its ``actor_train``/``actor_infer`` workers and
-  translated by ``kuberl_api.roll`` (a manifest may carry one as ``spec.roll_config``).
+  translated by ``kuberl_api.roll`` (a manifest may carry one as ``spec.roll_config``);
+* ``sft``: verl's SFT trainer config, told by its top-level ``model`` without
+  ``actor_rollout_ref`` (``backend_config/sft.py``); a ModelArts envelope may carry one as its
+  ``backend_config`` (``validation/sft.py``).
 """
 
 from dataclasses import dataclass
@@ -13,6 +16,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from kuberl_api.backend_config.sft import looks_like_sft
 from kuberl_api.job import API_VERSION, KIND
 from kuberl_api.validation.problems import Problem, SpecInvalid
 from kuberl_api.yamlio import YAMLError, load_yaml_all
@@ -27,6 +31,7 @@ class DocumentKind(StrEnum):
     MODELARTS = "modelarts"
     BACKEND_CONFIG = "backend_config"
     ROLL = "roll"
+    SFT = "sft"
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,8 @@ def parse_document(raw: Any, source: str = "<input>") -> Document:
         if isinstance(raw.get("backend_config"), dict):
             raw = {**raw, "backend_config": expand_dotted_keys(raw["backend_config"])}
         return Document(DocumentKind.MODELARTS, raw, "", source, {})
+    if looks_like_sft(raw):
+        return Document(DocumentKind.SFT, raw, "", source, {})
     if raw.keys() & _BACKEND_KEYS:
         return Document(DocumentKind.BACKEND_CONFIG, raw, "", source, {})
     raise SpecInvalid(
@@ -78,8 +85,9 @@ def parse_document(raw: Any, source: str = "<input>") -> Document:
                 source,
                 "cannot tell what this document is",
                 "write an RLTrainingJob manifest (apiVersion/kind/spec), a ModelArts "
-                "config (af_output_dir + backend_config), a verl backend_config, or a ROLL "
-                "pipeline config (actor_train, actor_infer, ...)",
+                "config (af_output_dir + backend_config), a verl backend_config, a verl SFT "
+                "config (data, model, ...), or a ROLL pipeline config (actor_train, "
+                "actor_infer, ...)",
             )
         ]
     )

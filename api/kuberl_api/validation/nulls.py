@@ -49,3 +49,8 @@ def _sub_model(annotation: Any) -> type[BaseModel] | None:
         models = [a for a in typing.get_args(annotation) if _sub_model(a) is not None]
         return models[0] if len(models) == 1 else None
     return None
+
+
+def drop_unset_in(tree: dict, model: type[BaseModel]) -> dict:
+    """``drop_unset`` for another schema's tree (the SFT config's)."""
+    return _walk(tree, model)

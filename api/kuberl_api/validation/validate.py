@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ValidationError
 
 from kuberl_api.backend_config import BackendConfig
+from kuberl_api.backend_config.sft import SFTConfig
 from kuberl_api.effective import build_effective_backend_config
 from kuberl_api.job import ModelArtsConfig, RLTrainingJobSpec
 from kuberl_api.keys import MESSAGE, KeyReport, check_key_fates
@@ -27,6 +28,7 @@ from kuberl_api.validation.rules_placement import (
 )
 from kuberl_api.validation.rules_switches import HYDRA_TARGET, check_switches, strip_hydra_targets
 from kuberl_api.validation.schema_errors import problems_from_validation_error
+from kuberl_api.validation.sft import sft_tree_of, validate_sft_document
 
 _MODEL_BY_KIND: dict[DocumentKind, type[BaseModel]] = {
     DocumentKind.MANIFEST: RLTrainingJobSpec,
@@ -46,6 +48,8 @@ class ValidationResult:
     af_output_dir: str | None = None
     not_honoured: list[str] = field(default_factory=list)
     """Keys set that kuberl accepts without effect (see ``kuberl keys``)."""
+    sft_config: SFTConfig | None = None
+    """The effective SFT config, for an SFT document (``validation/sft.py``)."""
 
     @property
     def errors(self) -> list[Problem]:
@@ -68,6 +72,10 @@ def validate_document(doc: Document, *, allow_env: bool = False) -> ValidationRe
     """Every problem of ``doc``; ``allow_env`` lets ``${oc.env:...}`` read this process's
     environment (the runtime on the job's own pods; never the operator)."""
     result = ValidationResult(doc)
+    if sft_tree_of(doc) is not None:
+        sft = validate_sft_document(doc, allow_env)
+        result.sft_config, result.af_output_dir, result.problems, result.not_honoured = sft
+        return result
     translated = translate_roll_document(doc)
     if translated is None:
         _validate(doc, result, allow_env)

@@ -1,7 +1,7 @@
 """One rank: join the process group, build the components, run the trainer.
 
-`python -m kuberl_runtime.launcher.worker RUN_CONFIG_JSON` with RANK, WORLD_SIZE, LOCAL_RANK,
-MASTER_ADDR and MASTER_PORT in the environment (set by a launcher).
+`python -m kuberl_runtime.launcher.worker RUN_CONFIG_JSON` (an RL or SFT plan) with RANK,
+WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT in the environment (set by a launcher).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from kuberl_api.plan.sft import SFTPlan
 from kuberl_runtime.config import RunConfig
 from kuberl_runtime.device import resolve_device, threads_per_rank
 from kuberl_runtime.distributed import init_distributed, shutdown_distributed
@@ -38,8 +39,15 @@ def run_worker(run: RunConfig) -> None:
         logging.getLogger().setLevel(logging.WARNING)
     torch.manual_seed(plan.trainer.seed)
     try:
-        components = build_components(run, device, ranks)
-        Trainer(components, progress_reporter_from_env()).fit()
+        if isinstance(plan, SFTPlan):
+            from kuberl_runtime.sft.components import build_sft_components
+            from kuberl_runtime.sft.trainer import SFTTrainer
+
+            sft = build_sft_components(run, device, ranks)
+            SFTTrainer(sft, progress_reporter_from_env()).fit()
+        else:
+            components = build_components(run, device, ranks)
+            Trainer(components, progress_reporter_from_env()).fit()
     finally:
         shutdown_distributed()
 

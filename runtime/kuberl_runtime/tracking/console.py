@@ -18,6 +18,8 @@ _HEADLINE = (
     "response_length/mean",
     "timing_s/step",
     "perf/throughput",
+    "train/loss",
+    "val/loss",
 )
 
 

@@ -1,0 +1,136 @@
+"""verl 0.9.1's SFT config: told apart by shape, every key with one fate, planned once."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import verl
+
+from kuberl_api.keys import Fate
+from kuberl_api.keys.sft import SFT_REGISTRY, sft_schema_leaves
+from kuberl_api.plan.sft import SFTPlan, build_sft_plan
+from kuberl_api.validation import DocumentKind, parse_document, validate_document
+from kuberl_api.yamlio import load_yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+VERL_CONFIG = Path(verl.__file__).parent / "trainer" / "config"
+
+
+def verl_sft_config() -> dict[str, Any]:
+    """sft_trainer_engine.yaml with its Hydra defaults list composed, as verl's main() sees it."""
+    root = load_yaml((VERL_CONFIG / "sft_trainer_engine.yaml").read_text())
+    for entry in root.pop("defaults"):
+        if entry == "_self_":
+            continue
+        (target,) = entry.keys()
+        group, key = target.split("@")
+        node = load_yaml((VERL_CONFIG / group / f"{entry[target]}.yaml").read_text())
+        root[key] = {**node, **root.get(key, {})}
+    return root
+
+
+def filled(tree: dict[str, Any]) -> dict[str, Any]:
+    """The fields verl leaves pointing at ~/data and ~/models, and loggers this venv has."""
+    tree["model"]["path"] = "/models/qwen2.5-0.5b"
+    tree["data"]["train_files"] = "/data/gsm8k-sft/train.parquet"
+    tree["trainer"]["logger"] = ["console", "tensorboard"]
+    return tree
+
+
+def test_verl_own_sft_config_validates():
+    doc = parse_document(filled(verl_sft_config()))
+    assert doc.kind is DocumentKind.SFT
+    result = validate_document(doc)
+    assert result.ok, [p.render() for p in result.errors]
+    cfg = result.sft_config
+    assert cfg is not None and cfg.model.path == "/models/qwen2.5-0.5b"
+    # verl's defaults arrive as written: engine, optimizer and the interpolated load_contents.
+    assert cfg.optim.lr == 1e-3 and cfg.data.train_batch_size == 256
+    assert cfg.checkpoint.load_contents == ["model", "optimizer", "extra"]
+    assert "profiler" in result.not_honoured and "data.pad_mode" in result.not_honoured
+    plan = build_sft_plan(cfg)
+    assert (plan.placement.world_size, plan.placement.device) == (1, "cuda")  # as verl writes
+    assert SFTPlan.from_json(plan.to_json()) == plan
+
+
+def test_a_ppo_config_is_not_taken_for_sft():
+    doc = parse_document({"data": {"train_files": "x"}, "actor_rollout_ref": {"model": {}}})
+    assert doc.kind is DocumentKind.BACKEND_CONFIG
+
+
+def _sft(**changes: Any) -> dict[str, Any]:
+    tree: dict[str, Any] = {
+        "data": {"train_files": "/d/train.parquet", "train_batch_size": 8},
+        "model": {"path": "/m"},
+        "trainer": {"nnodes": 1, "n_gpus_per_node": 2, "logger": "console"},
+    }
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split("__")
+        node = tree
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return tree
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "path"),
+    [
+        ("data__tools_key", "functions", "data.tools_key"),
+        ("trainer__default_hdfs_dir", "hdfs://x", "trainer.default_hdfs_dir"),
+        ("engine__fsdp_size", 4, "engine.fsdp_size"),
+        ("model__use_liger", True, "model.use_liger"),
+        ("trainer__logger", ["console", "neptune"], "trainer.logger"),
+    ],
+)
+def test_keys_kuberl_does_not_implement_are_refused_by_path(key, value, path):
+    result = validate_document(parse_document(_sft(**{key: value})))
+    assert {p.path for p in result.errors} == {path}, [p.render() for p in result.errors]
+    assert result.errors[0].hint
+
+
+def test_unknown_keys_name_the_path_and_the_closest_key():
+    result = validate_document(parse_document(_sft(data__max_lenght=512)))
+    (problem,) = result.errors
+    assert problem.path == "data.max_lenght" and "max_length" in problem.render()
+
+
+def test_the_global_batch_must_split_over_the_ranks():
+    result = validate_document(parse_document(_sft(data__train_batch_size=7)))
+    assert [p.path for p in result.errors] == ["data.train_batch_size"]
+
+
+def test_a_modelarts_envelope_carries_an_sft_config():
+    doc = parse_document({"af_output_dir": "/out", "backend_config": _sft()})
+    result = validate_document(doc)
+    assert result.ok, [p.render() for p in result.errors]
+    plan = build_sft_plan(result.sft_config, result.af_output_dir)
+    assert plan.paths.checkpoint_dir == "/out/checkpoints"
+    assert plan.paths.hf_export_dir == "/out/huggingface"
+
+
+def test_an_sft_manifest_is_refused_with_the_way_to_run_it():
+    manifest = {
+        "apiVersion": "kuberl.io/v1alpha1",
+        "kind": "RLTrainingJob",
+        "metadata": {"name": "sft"},
+        "spec": {"af_output_dir": "/out", "workerPools": [], "backend_config": _sft()},
+    }
+    (problem,) = validate_document(parse_document(manifest)).errors
+    assert problem.path == "spec.backend_config" and "kuberl train" in problem.hint
+
+
+def test_every_sft_leaf_has_exactly_one_fate():
+    assert set(SFT_REGISTRY) == set(sft_schema_leaves())
+
+
+@pytest.mark.parametrize(
+    "entry", [e for e in SFT_REGISTRY.values() if e.fate is Fate.HONOURED], ids=lambda e: e.key
+)
+def test_an_honoured_sft_key_names_a_module_that_reads_it(entry):
+    name = entry.key.rsplit(".", 1)[-1]
+    text = (ROOT / entry.where).read_text()
+    assert re.search(rf"\b{re.escape(name)}\b", text), f"{entry.key}: {entry.where}"
