@@ -19,8 +19,9 @@ from kuberl_api.plan import RunPlan, build_run_plan
 from kuberl_api.plan.sft import SFTPlan, build_sft_plan, is_sft_plan_json
 from kuberl_api.validation import DocumentKind, SpecInvalid, load_documents, validate_document
 from kuberl_api.validation.documents import Document, set_dotted
-from kuberl_api.validation.problems import Problem
+from kuberl_api.validation.problems import Problem, join_path
 from kuberl_api.yamlio import load_yaml
+from kuberl_runtime.tracking.external import INSTALL_HINTS, missing_trackers
 
 
 @dataclass(frozen=True)
@@ -69,9 +70,29 @@ def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (
     result = validate_document(doc, allow_env=True)  # ${oc.env:...} reads this run's env
     result.raise_for_errors()
     if result.sft_config is not None:
-        return RunConfig(build_sft_plan(result.sft_config, result.af_output_dir))
-    assert result.backend_config is not None
-    return RunConfig(build_run_plan(result.backend_config, result.af_output_dir))
+        run = RunConfig(build_sft_plan(result.sft_config, result.af_output_dir))
+    else:
+        assert result.backend_config is not None
+        run = RunConfig(build_run_plan(result.backend_config, result.af_output_dir))
+    check_trackers_installed(run, doc)
+    return run
+
+
+def check_trackers_installed(run: RunConfig, doc: Document) -> None:
+    """wandb / mlflow / swanlab in trainer.logger must be importable where the run trains."""
+    bare = doc.kind in (DocumentKind.BACKEND_CONFIG, DocumentKind.SFT)
+    where = join_path(doc.prefix, *([] if bare else ["backend_config"]), "trainer", "logger")
+    problems = [
+        Problem(
+            where,
+            f"{name} is not installed in this runtime",
+            f"{INSTALL_HINTS[name]}, or remove {name} from trainer.logger",
+            name,
+        )
+        for name in missing_trackers(run.plan.trainer.loggers)
+    ]
+    if problems:
+        raise SpecInvalid(problems)
 
 
 def run_config_from_dict(backend_config: dict[str, Any]) -> RunConfig:

@@ -1,4 +1,5 @@
-"""Where metrics go: console, JSONL and TensorBoard always; wandb/mlflow/swanlab when selected.
+"""Where metrics go (`trainer.logger`): the JSONL file always; console, TensorBoard, wandb, mlflow
+and swanlab when selected (the last three only where installed: `tracking/external.py`).
 
 Only rank 0 tracks. `ProgressReporter` is the hook the operator uses to patch job status.
 """

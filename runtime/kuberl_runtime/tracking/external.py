@@ -1,4 +1,8 @@
-"""wandb / mlflow / swanlab, each used only when selected in `trainer.logger` and installed."""
+"""wandb / mlflow / swanlab, each used when selected in `trainer.logger`.
+
+A selected one that this environment cannot import is refused before the run starts
+(`missing_trackers`, checked where the runtime validates its job: `kuberl_runtime.config`).
+"""
 
 from __future__ import annotations
 
@@ -35,15 +39,28 @@ class _RunLogger:
         getattr(self.module, finish)()
 
 
+INSTALL_HINTS = {
+    "wandb": "pip install wandb (and set WANDB_API_KEY)",
+    "mlflow": "pip install mlflow (and set MLFLOW_TRACKING_URI)",
+    "swanlab": "pip install swanlab (and set SWANLAB_API_KEY)",
+}
+
+
+def missing_trackers(selected: list[str]) -> list[str]:
+    """The selected external trackers this Python environment cannot import."""
+    return [
+        name
+        for name in EXTERNAL_TRACKERS
+        if name in selected and importlib.util.find_spec(name) is None
+    ]
+
+
 def build_external_trackers(
     selected: list[str], project: str, experiment: str, config: dict[str, Any]
 ) -> list[_RunLogger]:
     trackers = []
     for name in EXTERNAL_TRACKERS:
         if name not in selected:
-            continue
-        if importlib.util.find_spec(name) is None:
-            logger.warning("trainer.logger selects %s but it is not installed; skipping it", name)
             continue
         trackers.append(_RunLogger(name, project, experiment, config))
     return trackers

@@ -71,11 +71,13 @@ def build_tracker(
     jsonl = JsonlTracker(log_dir / METRICS_FILE)
     # The picture is drawn after the JSONL line of the same step is written: keep this order.
     curves = CurvesTracker(log_dir / METRICS_FILE, log_dir / CURVES_FILE, f"{project}/{experiment}")
-    backends: list[Any] = [
-        ConsoleTracker(total_steps, start_step),
-        jsonl,
-        TensorBoardTracker(log_dir / "tensorboard"),
-    ]
+    # metrics.jsonl is verl's "file" logger and always written: curves.png and `kuberl plot`
+    # read it, and a resumed run continues it.
+    backends: list[Any] = [jsonl]
+    if "console" in loggers:
+        backends.insert(0, ConsoleTracker(total_steps, start_step))
+    if "tensorboard" in loggers:
+        backends.append(TensorBoardTracker(log_dir / "tensorboard"))
     listeners: list[Any] = [curves]
     if port := env.get(METRICS_PORT_ENV):
         job = env.get("KUBERL_JOB_NAME", experiment)
