@@ -49,4 +49,7 @@ class CriticConfig(VerlCriticKeys):
     grad_clip: float = Field(1.0, gt=0)
     cliprange_value: float = Field(0.5, gt=0)
     loss_agg_mode: LossAggMode | None = Field(None, description="Null follows actor.")
+    loss_scale_factor: float | None = Field(
+        None, gt=0, description="Null follows actor (verl's seq-mean-token-sum-norm divisor)."
+    )
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)

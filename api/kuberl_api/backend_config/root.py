@@ -97,6 +97,7 @@ def _inherit_critic(cfg: BackendConfig) -> None:
     _fill(critic, ppo_epochs=actor.ppo_epochs)
     _fill(critic, shuffle=actor.shuffle)
     _fill(critic, loss_agg_mode=actor.loss_agg_mode)
+    _fill(critic, loss_scale_factor=actor.loss_scale_factor)
 
 
 def _fill(node: ConfigModel, **defaults: Any) -> None:

@@ -134,7 +134,6 @@ class VerlCriticKeys(ConfigModel):
     fsdp: Subtree = None
     rollout_n: int = Field(1, gt=0, description="verl fills it from rollout.n.")
     data_loader_seed: int = 42
-    loss_scale_factor: float | None = None
     profiler: Subtree = None
 
 

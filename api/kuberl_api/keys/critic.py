@@ -16,6 +16,7 @@ ENGINE_KEYS = [
     "grad_clip",
     "cliprange_value",
     "loss_agg_mode",
+    "loss_scale_factor",
 ]
 MODEL_KEYS = [
     "path",

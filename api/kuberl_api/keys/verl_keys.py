@@ -143,11 +143,6 @@ KEYS: list[KeyEntry] = [
     no_effect("critic.fsdp", "verl's new-engine copy; kuberl reads critic.model.fsdp_config"),
     no_effect("critic.rollout_n", MIRROR.format("rollout.n")),
     no_effect("critic.data_loader_seed", "verl's FSDP critic ignores it too (new engine only)"),
-    refused(
-        "critic.loss_scale_factor",
-        "a critic loss scale is not supported; remove it or keep actor's value",
-        same_as=AR + "actor.loss_scale_factor",
-    ),
     no_effect("critic.profiler", PROFILER),
     *_optim_keys("critic.optim."),
     *_model_keys("critic.model."),

@@ -11,7 +11,9 @@ import posixpath
 from typing import Any
 
 from kuberl_api.backend_config import BackendConfig
-from kuberl_api.backend_config.actor import CheckpointConfig, FSDPConfig, OptimConfig
+from kuberl_api.backend_config.actor import ActorConfig, CheckpointConfig, FSDPConfig, OptimConfig
+from kuberl_api.backend_config.critic import CriticConfig
+from kuberl_api.backend_config.rollout import RolloutConfig
 from kuberl_api.plan.run_plan import RunPlan
 from kuberl_api.plan.sections import (
     ActorPlan,
@@ -40,16 +42,18 @@ from kuberl_api.plan.sections import (
 
 
 def build_run_plan(effective: BackendConfig, af_output_dir: str | None = None) -> RunPlan:
-    placement = _placement(effective)
+    placement, arr = _placement(effective), effective.actor_rollout_ref
     return RunPlan(
         placement=placement,
         paths=_paths(effective, af_output_dir),
         data=_data(effective),
         model=_model(effective),
-        actor=_actor(effective, placement),
+        actor=actor_section(arr.actor, arr.rollout.n, placement.dp_size),
         ref=_ref(effective),
-        rollout=_rollout(effective),
-        critic=_critic(effective),
+        rollout=rollout_section(
+            arr.rollout, effective.data.max_prompt_length, effective.data.max_response_length
+        ),
+        critic=critic_section(effective.critic, arr.model.path),
         reward_model=_reward_model(effective),
         reward_function=_reward_function(effective),
         algorithm=_algorithm(effective),
@@ -177,15 +181,15 @@ def _clip_grad(optim: OptimConfig, grad_clip: float) -> float:
     return float(optim.clip_grad if "clip_grad" in optim.model_fields_set else grad_clip)
 
 
-def _actor(cfg: BackendConfig, placement: PlacementPlan) -> ActorPlan:
-    actor, n = cfg.actor_rollout_ref.actor, cfg.actor_rollout_ref.rollout.n
+def actor_section(actor: ActorConfig, n: int, dp_size: int) -> ActorPlan:
+    """`n`: rollout.n; `dp_size`: data-parallel ranks (the placement's)."""
     clip = float(actor.clip_ratio)
     return ActorPlan(
         ppo_mini_batch_size=actor.ppo_mini_batch_size,
         ppo_micro_batch_size_per_gpu=actor.ppo_micro_batch_size_per_gpu or 0,
         use_dynamic_bsz=actor.use_dynamic_bsz,
         ppo_max_token_len_per_gpu=actor.ppo_max_token_len_per_gpu,
-        mini_batch_rows_per_rank=max(actor.ppo_mini_batch_size * n // placement.dp_size, 1),
+        mini_batch_rows_per_rank=max(actor.ppo_mini_batch_size * n // dp_size, 1),
         grad_clip=_clip_grad(actor.optim, actor.grad_clip),
         clip_ratio=clip,
         clip_ratio_low=float(actor.clip_ratio_low) if actor.clip_ratio_low is not None else clip,
@@ -237,10 +241,12 @@ def _sampling(node: Any) -> SamplingPlan:
     )
 
 
-def _rollout(cfg: BackendConfig) -> RolloutPlan:
-    r = cfg.actor_rollout_ref.rollout
-    prompt_length = r.prompt_length or cfg.data.max_prompt_length
-    response_length = r.response_length or cfg.data.max_response_length
+def rollout_section(
+    r: RolloutConfig, max_prompt_length: int, max_response_length: int
+) -> RolloutPlan:
+    """`max_*_length`: data's, the lengths rollout.prompt/response_length follow when unset."""
+    prompt_length = r.prompt_length or max_prompt_length
+    response_length = r.response_length or max_response_length
     return RolloutPlan(
         name=r.name,
         **_sampling(r).model_dump(),
@@ -267,13 +273,14 @@ def _rollout(cfg: BackendConfig) -> RolloutPlan:
     )
 
 
-def _critic(cfg: BackendConfig) -> CriticPlan:
-    c, m = cfg.critic, cfg.critic.model
+def critic_section(c: CriticConfig, actor_model_path: str) -> CriticPlan:
+    """`c` with the keys it inherits from the actor filled (the config models do that)."""
+    m = c.model
     assert c.ppo_mini_batch_size and c.ppo_epochs and c.loss_agg_mode, "inherited from the actor"
     return CriticPlan(
         enable=bool(c.enable),
         model=CriticModelPlan(
-            path=m.path or cfg.actor_rollout_ref.model.path,
+            path=m.path or actor_model_path,
             override_config=dict(m.override_config),
             external_lib=m.external_lib or "",
             trust_remote_code=m.trust_remote_code,
@@ -295,6 +302,7 @@ def _critic(cfg: BackendConfig) -> CriticPlan:
         grad_clip=_clip_grad(c.optim, c.grad_clip),
         cliprange_value=float(c.cliprange_value),
         loss_agg_mode=c.loss_agg_mode,
+        loss_scale_factor=float(c.loss_scale_factor) if c.loss_scale_factor is not None else None,
         checkpoint=_checkpoint(c.checkpoint),
     )
 

@@ -2,8 +2,8 @@
 
 Field names are verl's where a verl key decides the value, so ``kuberl keys`` and the plan speak
 the same language. "Absent" is spelled as an empty string or list, and a few verl ``null`` s
-have a named meaning instead (``max_ckpt_to_keep: 0`` = keep all); each says so below. The one
-exception is ``actor.loss_scale_factor`` (see there).
+have a named meaning instead (``max_ckpt_to_keep: 0`` = keep all); each says so below. The two
+exceptions are ``actor.loss_scale_factor`` and ``critic.loss_scale_factor`` (see there).
 """
 
 from typing import Any, Literal
@@ -229,6 +229,9 @@ class CriticPlan(Frozen):
     """optim.clip_grad when written, else critic.grad_clip."""
     cliprange_value: float
     loss_agg_mode: str
+    loss_scale_factor: float | None
+    """Optional like the actor's (null: the padded response length at loss time); it follows
+    the actor's when not written."""
     checkpoint: CheckpointPlan
 
 

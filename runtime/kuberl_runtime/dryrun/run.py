@@ -18,7 +18,9 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.testing._internal.distributed.fake_pg import FakeStore
 from torch.utils.flop_counter import FlopCounterMode
 
-from kuberl_api.backend_config.actor import ActorConfig, FSDPConfig
+from kuberl_api.plan.sections import ActorPlan, FSDPPlan
+from kuberl_api.plan.standalone import actor_plan, fsdp_plan
+from kuberl_runtime.algorithms import GlobalBatch
 from kuberl_runtime.device import Device
 from kuberl_runtime.dryrun.probes import FLOP_FORMULAS, CollectiveBytes, LargestAllocation
 from kuberl_runtime.engine.actor import Actor, ActorSettings
@@ -105,7 +107,7 @@ def _model_spec(spec: DryRunInput, tmp: Path) -> ModelSpec:
 
 def _run_phases(spec: DryRunInput, model_spec: ModelSpec, mesh: DeviceMesh) -> DryRunReport:
     gpu = Device("cuda")  # the precision/offload decisions of a GPU run; storage stays fake
-    fsdp = FSDPConfig(dtype=spec.param_dtype)
+    fsdp = fsdp_plan({"dtype": spec.param_dtype})
     phases: list[PhaseResult] = []
     model = apply_fsdp(
         build_causal_lm_empty(model_spec, torch_dtype(spec.actor_dtype)), fsdp, gpu, mesh
@@ -123,7 +125,7 @@ def _run_phases(spec: DryRunInput, model_spec: ModelSpec, mesh: DeviceMesh) -> D
 
     def update() -> None:
         model.train()
-        actor.backward_micro(update_batch, 1.0, on_policy=True)
+        actor.backward_micro(update_batch, _global_batch(spec), on_policy=True)
         clip_and_step_unchecked(model, actor.optimizer, 1.0, grad_norm(model))
 
     # The update first: from then on the optimizer state is resident, as in every later step.
@@ -163,7 +165,7 @@ def _run_phases(spec: DryRunInput, model_spec: ModelSpec, mesh: DeviceMesh) -> D
 
 
 def _sharded(
-    spec: ModelSpec, fsdp: FSDPConfig, device: Device, mesh: DeviceMesh, dtype: torch.dtype
+    spec: ModelSpec, fsdp: FSDPPlan, device: Device, mesh: DeviceMesh, dtype: torch.dtype
 ) -> nn.Module:
     model = apply_fsdp(build_causal_lm_empty(spec, dtype), fsdp, device, mesh)
     return model.to_empty(device=CPU)
@@ -259,11 +261,23 @@ def _optimizer_bytes(optimizer: torch.optim.Optimizer) -> int:
     return total
 
 
-def _actor_config(spec: DryRunInput) -> ActorConfig:
-    return ActorConfig(
-        ppo_mini_batch_size=spec.world_size,
-        ppo_micro_batch_size_per_gpu=spec.micro_batch_rows,
-        use_kl_loss=spec.needs_reference,
+def _actor_config(spec: DryRunInput) -> ActorPlan:
+    """One micro-batch of `micro_batch_rows` per rank and mini-batch."""
+    node = {
+        "ppo_mini_batch_size": spec.world_size * spec.micro_batch_rows,
+        "ppo_micro_batch_size_per_gpu": spec.micro_batch_rows,
+        "use_kl_loss": spec.needs_reference,
+    }
+    return actor_plan(node, dp_size=spec.world_size)
+
+
+def _global_batch(spec: DryRunInput) -> GlobalBatch:
+    """The update's counts with every rank holding full-length rows, as `_batch` builds them."""
+    rows = spec.world_size * spec.micro_batch_rows
+    return GlobalBatch(
+        dp_size=spec.world_size,
+        batch_num_tokens=rows * spec.response_length,
+        global_batch_size=rows,
     )
 
 

@@ -1,9 +1,13 @@
 """The actor: log-probs of responses under the current (or reference) policy, and the PPO update.
 
-The update follows verl's legacy worker: this rank's rows are cut sequentially into mini-batches
-of `ppo_mini_batch_size · n / world_size` rows; each mini-batch is one optimizer step, accumulated
-over micro-batches weighted by their share of the mini-batch. Loss metrics are the mean over
-micro-batches (verl ≤0.5 semantics: they do not grow with the number of mini-batches).
+The update follows verl 0.9.1's engine workers: this rank's rows are cut sequentially into
+mini-batches of `ppo_mini_batch_size · n / dp_size` rows (the plan's `mini_batch_rows_per_rank`);
+each mini-batch is one optimizer step, its gradient accumulated over micro-batches whose losses
+are aggregated with the whole mini-batch's counts (`GlobalBatch`: valid tokens on all ranks, rows
+`ppo_mini_batch_size · n`, `dp_size`), so the sum of the micro-batch losses is the mini-batch
+loss however the rows are split (fixed or dynamic micro-batches). Loss metrics (`actor/pg_loss`,
+`actor/kl_loss`) are that sum per mini-batch (verl's SUM aggregation), averaged over mini-batches
+and ranks by the loop; ratio metrics (clip fractions, ppo_kl) are per micro-batch.
 """
 
 from __future__ import annotations
@@ -15,16 +19,22 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from kuberl_api.backend_config.actor import ActorConfig
-from kuberl_runtime.algorithms import agg_loss, compute_policy_loss, kl_loss
+from kuberl_api.plan.sections import ActorPlan
+from kuberl_runtime.algorithms import GlobalBatch, agg_loss, compute_policy_loss, kl_loss
 from kuberl_runtime.engine.logprob import forward_responses
-from kuberl_runtime.engine.micro import MicroBatching, forward_in_micro_batches
+from kuberl_runtime.engine.micro import (
+    MicroBatching,
+    forward_in_micro_batches,
+    global_batch_of,
+)
 from kuberl_runtime.engine.model_builder import is_lora, model_device
 from kuberl_runtime.engine.optim import build_lr_scheduler, build_optimizer, clip_and_step
 from kuberl_runtime.engine.packing import fixed_micro_batches
 from kuberl_runtime.trainer.batch import Batch
 
 _FORWARD_KEYS = ("input_ids", "attention_mask", "position_ids", "responses", "response_mask")
+# Summed over a mini-batch's micro-batches (their global-batch losses add up to its loss).
+SUMMED_METRICS = ("actor/pg_loss", "actor/kl_loss", "actor/entropy")
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,7 @@ class ActorSettings:
     use_remove_padding: bool
     rollout_n: int
     world_size: int
+    """Data-parallel ranks (the world while sequence parallelism is refused)."""
     total_training_steps: int
 
 
@@ -40,7 +51,7 @@ class Actor:
     def __init__(
         self,
         model: nn.Module,
-        cfg: ActorConfig,
+        cfg: ActorPlan,
         settings: ActorSettings,
         ref_model: nn.Module | None = None,
     ) -> None:
@@ -52,13 +63,6 @@ class Actor:
         self.lr_scheduler = build_lr_scheduler(
             self.optimizer, cfg.optim, settings.total_training_steps
         )
-
-    @property
-    def mini_batch_rows(self) -> int:
-        """Rows per optimizer step on this rank (verl's normalised ppo_mini_batch_size)."""
-        rows = self.cfg.ppo_mini_batch_size * self.settings.rollout_n // self.settings.world_size
-        assert rows > 0, "ppo_mini_batch_size · rollout.n must be ≥ the number of ranks"
-        return rows
 
     def compute_log_prob(
         self, batch: Batch, batching: MicroBatching, *, calculate_entropy: bool = False
@@ -96,7 +100,7 @@ class Actor:
     def update_policy(self, batch: Batch) -> dict[str, list[float]]:
         cfg = self.cfg
         metrics: dict[str, list[float]] = defaultdict(list)
-        mini_batches = fixed_micro_batches(len(batch), self.mini_batch_rows)
+        mini_batches = fixed_micro_batches(len(batch), cfg.mini_batch_rows_per_rank)
         # verl's on-policy shortcut: one optimizer step per batch ⇒ π_old is π_θ itself.
         on_policy = len(mini_batches) == 1 and cfg.ppo_epochs == 1
         batching = MicroBatching(
@@ -106,13 +110,23 @@ class Actor:
         for _ in range(cfg.ppo_epochs):
             for rows in mini_batches:
                 mini = batch.select(rows)
+                global_batch = global_batch_of(
+                    mini,
+                    dp_size=self.settings.world_size,
+                    global_batch_size=cfg.ppo_mini_batch_size * self.settings.rollout_n,
+                    device=model_device(self.model),
+                )
+                summed: dict[str, float] = defaultdict(float)
                 for micro_rows in batching.split(mini):
                     micro = mini.select(micro_rows)
-                    micro_metrics = self.backward_micro(
-                        micro, len(micro_rows) / len(rows), on_policy
-                    )
+                    micro_metrics = self.backward_micro(micro, global_batch, on_policy)
                     for key, value in micro_metrics.items():
-                        metrics[key].append(float(value))
+                        if key in SUMMED_METRICS:
+                            summed[key] += float(value)
+                        else:
+                            metrics[key].append(float(value))
+                for key, value in summed.items():
+                    metrics[key].append(value)
                 grad_norm, _ = clip_and_step(self.model, self.optimizer, cfg.grad_clip)
                 metrics["actor/grad_norm"].append(grad_norm)
         metrics["actor/lr"].append(self.lr_scheduler.get_last_lr()[0])
@@ -120,14 +134,16 @@ class Actor:
         return dict(metrics)
 
     def backward_micro(
-        self, micro: Batch, weight: float, on_policy: bool
+        self, micro: Batch, global_batch: GlobalBatch, on_policy: bool
     ) -> dict[str, torch.Tensor]:
-        """Loss of one micro-batch, scaled by its share of the mini-batch, backpropagated."""
-        loss, metrics = self._loss(micro.to(model_device(self.model)), on_policy)
-        (loss * weight).backward()
+        """Loss of one micro-batch in the mini-batch's global-batch form, backpropagated."""
+        loss, metrics = self._loss(micro.to(model_device(self.model)), global_batch, on_policy)
+        loss.backward()
         return metrics
 
-    def _loss(self, micro: Batch, on_policy: bool) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def _loss(
+        self, micro: Batch, global_batch: GlobalBatch, on_policy: bool
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         cfg = self.cfg
         mask = micro["response_mask"]
         need_entropy = cfg.entropy_coeff != 0 or cfg.calculate_entropy
@@ -146,10 +162,13 @@ class Actor:
             clip_ratio_high=cfg.clip_ratio_high,
             clip_ratio_c=cfg.clip_ratio_c,
             loss_scale_factor=cfg.loss_scale_factor,
+            global_batch=global_batch,
         )
         metrics = dict(metrics)
         if out.entropy is not None:
-            entropy = agg_loss(out.entropy, mask, cfg.loss_agg_mode, cfg.loss_scale_factor)
+            entropy = agg_loss(
+                out.entropy, mask, cfg.loss_agg_mode, cfg.loss_scale_factor, global_batch
+            )
             metrics["actor/entropy"] = entropy.detach()
             loss = loss - cfg.entropy_coeff * entropy
         if cfg.use_kl_loss:
@@ -159,6 +178,8 @@ class Actor:
                 response_mask=mask,
                 kl_loss_type=cfg.kl_loss_type,
                 loss_agg_mode=cfg.loss_agg_mode,
+                loss_scale_factor=cfg.loss_scale_factor,
+                global_batch=global_batch,
             )
             loss = loss + cfg.kl_loss_coef * kl
             metrics.update(kl_metrics)

@@ -1,4 +1,9 @@
-"""The critic: values for each response token (from the position before it) and its update."""
+"""The critic: values for each response token (from the position before it) and its update.
+
+The update is the actor's (engine/actor.py): sequential mini-batches of
+`ppo_mini_batch_size · n / dp_size` rows, each micro-batch's value loss aggregated with the whole
+mini-batch's counts (verl 0.9.1's engine `value_loss`), `critic/vf_loss` summed per mini-batch.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,14 @@ from collections import defaultdict
 import torch
 from torch import nn
 
-from kuberl_api.backend_config.critic import CriticConfig
+from kuberl_api.plan.sections import CriticPlan
 from kuberl_runtime.algorithms import value_loss
 from kuberl_runtime.engine.logprob import forward_responses
-from kuberl_runtime.engine.micro import MicroBatching, forward_in_micro_batches
+from kuberl_runtime.engine.micro import (
+    MicroBatching,
+    forward_in_micro_batches,
+    global_batch_of,
+)
 from kuberl_runtime.engine.model_builder import model_device
 from kuberl_runtime.engine.optim import build_lr_scheduler, build_optimizer, clip_and_step
 from kuberl_runtime.engine.packing import fixed_micro_batches
@@ -23,7 +32,7 @@ class Critic:
     def __init__(
         self,
         model: nn.Module,
-        cfg: CriticConfig,
+        cfg: CriticPlan,
         *,
         rollout_n: int,
         world_size: int,
@@ -40,8 +49,8 @@ class Critic:
         cfg = self.cfg
         batching = MicroBatching(
             cfg.forward_micro_batch_size_per_gpu,
-            bool(cfg.use_dynamic_bsz),
-            cfg.forward_max_token_len_per_gpu or cfg.ppo_max_token_len_per_gpu,
+            cfg.use_dynamic_bsz,
+            cfg.forward_max_token_len_per_gpu,
         )
         self.model.eval()
 
@@ -53,18 +62,22 @@ class Critic:
 
     def update_critic(self, batch: Batch) -> dict[str, list[float]]:
         cfg = self.cfg
-        assert cfg.ppo_mini_batch_size is not None and cfg.ppo_epochs is not None
-        mini_rows = cfg.ppo_mini_batch_size * self.rollout_n // self.world_size
+        mini_rows = max(cfg.ppo_mini_batch_size * self.rollout_n // self.world_size, 1)
         batching = MicroBatching(
-            cfg.ppo_micro_batch_size_per_gpu,
-            bool(cfg.use_dynamic_bsz),
-            cfg.ppo_max_token_len_per_gpu,
+            cfg.ppo_micro_batch_size_per_gpu, cfg.use_dynamic_bsz, cfg.ppo_max_token_len_per_gpu
         )
         metrics: dict[str, list[float]] = defaultdict(list)
         self.model.train()
         for _ in range(cfg.ppo_epochs):
             for rows in fixed_micro_batches(len(batch), mini_rows):
                 mini = batch.select(rows)
+                global_batch = global_batch_of(
+                    mini,
+                    dp_size=self.world_size,
+                    global_batch_size=cfg.ppo_mini_batch_size * self.rollout_n,
+                    device=model_device(self.model),
+                )
+                vf_loss = 0.0
                 for micro_rows in batching.split(mini):
                     micro = mini.select(micro_rows).to(model_device(self.model))
                     loss, micro_metrics = value_loss(
@@ -73,11 +86,15 @@ class Critic:
                         returns=micro["returns"],
                         response_mask=micro["response_mask"],
                         cliprange_value=cfg.cliprange_value,
-                        loss_agg_mode=cfg.loss_agg_mode or "token-mean",
+                        loss_agg_mode=cfg.loss_agg_mode,
+                        loss_scale_factor=cfg.loss_scale_factor,
+                        global_batch=global_batch,
                     )
-                    (loss * (len(micro_rows) / len(rows))).backward()
+                    loss.backward()
+                    vf_loss += float(micro_metrics.pop("critic/vf_loss"))
                     for key, value in micro_metrics.items():
                         metrics[key].append(float(value))
+                metrics["critic/vf_loss"].append(vf_loss)
                 grad_norm, _ = clip_and_step(self.model, self.optimizer, cfg.grad_clip)
                 metrics["critic/grad_norm"].append(grad_norm)
         metrics["critic/lr"].append(self.lr_scheduler.get_last_lr()[0])

@@ -12,7 +12,7 @@ from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
 
-from kuberl_api.backend_config.actor import FSDPConfig
+from kuberl_api.plan.sections import FSDPPlan
 from kuberl_runtime.device import Device
 from kuberl_runtime.engine.model_builder import decoder_layers
 
@@ -30,13 +30,13 @@ def torch_dtype(name: str) -> torch.dtype:
     return _DTYPES[name]
 
 
-def offloads(fsdp_config: FSDPConfig, device: Device) -> bool:
+def offloads(fsdp_config: FSDPPlan, device: Device) -> bool:
     """Parameters live in host memory between uses (`param_offload` / `offload_policy`)."""
     return device.type != "cpu" and (fsdp_config.offload_policy or fsdp_config.param_offload)
 
 
 def apply_fsdp(
-    model: nn.Module, fsdp_config: FSDPConfig, device: Device, mesh: DeviceMesh | None = None
+    model: nn.Module, fsdp_config: FSDPPlan, device: Device, mesh: DeviceMesh | None = None
 ) -> nn.Module:
     """`mesh`: FSDP2's default (all ranks, the current device type) when None."""
     kwargs: dict = {"reshard_after_forward": fsdp_config.reshard_after_forward, "mesh": mesh}

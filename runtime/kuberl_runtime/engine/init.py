@@ -20,7 +20,7 @@ from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, distribute_tensor
 
-from kuberl_api.backend_config.actor import FSDPConfig
+from kuberl_api.plan.sections import FSDPPlan
 from kuberl_runtime.device import Device
 from kuberl_runtime.engine.fsdp import apply_fsdp, offloads
 
@@ -28,7 +28,7 @@ from kuberl_runtime.engine.fsdp import apply_fsdp, offloads
 def build_sharded(
     build_empty: Callable[[], nn.Module],
     build_full: Callable[[], nn.Module],
-    fsdp_config: FSDPConfig,
+    fsdp_config: FSDPPlan,
     device: Device,
     target: torch.device,
     *,

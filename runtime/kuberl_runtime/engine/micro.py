@@ -1,4 +1,5 @@
-"""Forward-only passes over a rank's rows in micro-batches, results back in row order."""
+"""Micro-batches: forward-only passes over a rank's rows (results back in row order), and the
+global-batch counts an update aggregates every micro-batch's loss with."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+import torch.distributed as dist
 
+from kuberl_runtime.algorithms import GlobalBatch
 from kuberl_runtime.engine.packing import fixed_micro_batches, token_budget_micro_batches
 from kuberl_runtime.trainer.batch import Batch
 
@@ -42,3 +45,17 @@ def forward_in_micro_batches(
     inverse = torch.empty_like(order)
     inverse[order] = torch.arange(len(order))
     return {key: torch.cat(parts)[inverse] for key, parts in outputs.items()}
+
+
+def global_batch_of(
+    mini: Batch, *, dp_size: int, global_batch_size: int, device: torch.device
+) -> GlobalBatch:
+    """verl 0.9.1's engine counts for one mini-batch: its valid response tokens summed over the
+    data-parallel ranks (one all-reduce; every rank calls it for every mini-batch), its rows on
+    all ranks (`ppo_mini_batch_size · rollout.n`) and `dp_size`."""
+    tokens = mini["response_mask"].sum().to(device=device, dtype=torch.float64)
+    if dp_size > 1:
+        dist.all_reduce(tokens)
+    return GlobalBatch(
+        dp_size=dp_size, batch_num_tokens=float(tokens), global_batch_size=global_batch_size
+    )

@@ -10,12 +10,12 @@ from torch import nn
 from torch.distributed.tensor import DTensor
 from torch.optim.lr_scheduler import LambdaLR
 
-from kuberl_api.backend_config.actor import OptimConfig
+from kuberl_api.plan.sections import OptimPlan
 
 logger = logging.getLogger(__name__)
 
 
-def build_optimizer(model: nn.Module, optim: OptimConfig) -> torch.optim.Optimizer:
+def build_optimizer(model: nn.Module, optim: OptimPlan) -> torch.optim.Optimizer:
     params = [p for p in model.parameters() if p.requires_grad]
     return torch.optim.AdamW(
         params,
@@ -25,13 +25,13 @@ def build_optimizer(model: nn.Module, optim: OptimConfig) -> torch.optim.Optimiz
     )
 
 
-def warmup_steps(optim: OptimConfig, total_training_steps: int) -> int:
-    if optim.lr_warmup_steps is not None and optim.lr_warmup_steps > 0:
+def warmup_steps(optim: OptimPlan, total_training_steps: int) -> int:
+    if optim.lr_warmup_steps > 0:
         return optim.lr_warmup_steps
     return int(optim.lr_warmup_steps_ratio * total_training_steps)
 
 
-def lr_multiplier(step: int, *, warmup: int, total: int, optim: OptimConfig) -> float:
+def lr_multiplier(step: int, *, warmup: int, total: int, optim: OptimPlan) -> float:
     """Linear warmup 0→1, then constant, or cosine down to `min_lr_ratio`."""
     if step < warmup:
         return step / max(1, warmup)
@@ -44,7 +44,7 @@ def lr_multiplier(step: int, *, warmup: int, total: int, optim: OptimConfig) -> 
 
 
 def build_lr_scheduler(
-    optimizer: torch.optim.Optimizer, optim: OptimConfig, total_training_steps: int
+    optimizer: torch.optim.Optimizer, optim: OptimPlan, total_training_steps: int
 ) -> LambdaLR:
     warmup = warmup_steps(optim, total_training_steps)
 

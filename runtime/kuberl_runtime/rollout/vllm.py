@@ -33,7 +33,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from kuberl_api.backend_config.rollout import RolloutConfig
+from kuberl_api.plan.sections import RolloutPlan
 from kuberl_runtime.rollout.base import SamplingParams
 
 logger = logging.getLogger(__name__)
@@ -52,11 +52,9 @@ def vllm_available() -> bool:
 
 
 def build_engine_kwargs(
-    rollout: RolloutConfig,
+    rollout: RolloutPlan,
     *,
     model_path: str,
-    prompt_length: int,
-    response_length: int,
     trust_remote_code: bool,
     hf_overrides: dict[str, Any],
 ) -> dict[str, Any]:
@@ -70,7 +68,7 @@ def build_engine_kwargs(
         "enforce_eager": rollout.enforce_eager,
         "gpu_memory_utilization": rollout.gpu_memory_utilization,
         "disable_custom_all_reduce": True,
-        "max_model_len": rollout.max_model_len or prompt_length + response_length,
+        "max_model_len": rollout.max_model_len,
         "max_num_batched_tokens": rollout.max_num_batched_tokens,
         "max_num_seqs": rollout.max_num_seqs,
         "enable_chunked_prefill": rollout.enable_chunked_prefill,
@@ -308,11 +306,9 @@ class VLLMRollout:
 
 
 def build_vllm_rollout(
-    rollout: RolloutConfig,
+    rollout: RolloutPlan,
     *,
     model_path: str,
-    prompt_length: int,
-    response_length: int,
     trust_remote_code: bool,
     hf_overrides: dict[str, Any],
     eos_ids: Sequence[int],
@@ -337,8 +333,6 @@ def build_vllm_rollout(
     kwargs = build_engine_kwargs(
         rollout,
         model_path=model_path,
-        prompt_length=prompt_length,
-        response_length=response_length,
         trust_remote_code=trust_remote_code,
         hf_overrides=hf_overrides,
     )

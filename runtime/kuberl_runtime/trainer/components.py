@@ -242,8 +242,6 @@ def _build_rollout(
     return build_vllm_rollout(
         rollout,
         model_path=spec.path,
-        prompt_length=rollout.prompt_length,
-        response_length=rollout.response_length,
         trust_remote_code=spec.trust_remote_code,
         hf_overrides=spec.override_config,
         eos_ids=eos_ids,

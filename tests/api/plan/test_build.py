@@ -48,7 +48,7 @@ def _optional_fields(model: type[pydantic.BaseModel], prefix: str = "") -> list[
 
 
 def test_the_plan_has_no_optional_field_but_the_documented_one():
-    assert _optional_fields(RunPlan) == ["actor.loss_scale_factor"]
+    assert _optional_fields(RunPlan) == ["actor.loss_scale_factor", "critic.loss_scale_factor"]
 
 
 def test_the_plan_is_frozen():
@@ -106,6 +106,21 @@ def test_deprecated_global_micro_batches_become_per_gpu_ones():
     assert plan.actor.ppo_micro_batch_size_per_gpu == 8 // 2
     assert plan.critic.forward_micro_batch_size_per_gpu == 6 // 2
     assert plan.reward_model.micro_batch_size_per_gpu == 4 // 2
+
+
+@pytest.mark.parametrize(("critic_value", "expected"), [(None, 7.0), (3.0, 3.0)])
+def test_critic_loss_scale_factor_follows_the_actors_unless_written(critic_value, expected):
+    """verl 0.9.1: critic.loss_scale_factor is ${oc.select:actor...loss_scale_factor,null}."""
+    keys = {"critic__loss_scale_factor": critic_value} if critic_value is not None else {}
+    plan = plan_of(
+        with_keys(
+            actor_rollout_ref__actor__loss_scale_factor=7.0,
+            algorithm__adv_estimator="gae",
+            critic__ppo_micro_batch_size_per_gpu=2,
+            **keys,
+        )
+    )
+    assert (plan.actor.loss_scale_factor, plan.critic.loss_scale_factor) == (7.0, expected)
 
 
 def test_deprecated_warmup_style_is_converted_for_actor_and_critic():

@@ -7,8 +7,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from kuberl_api.backend_config.actor import ActorConfig
-from kuberl_api.backend_config.critic import CriticConfig
+from kuberl_api.plan.standalone import actor_plan, critic_plan
 from kuberl_runtime.device import Device
 from kuberl_runtime.engine.actor import Actor, ActorSettings
 from kuberl_runtime.engine.critic import Critic
@@ -20,12 +19,15 @@ from tests.runtime.engine.conftest import fixed_batch
 pytestmark = pytest.mark.usefixtures("process_group")
 
 CPU = Device("cpu")
-ACTOR = ActorConfig(
-    ppo_mini_batch_size=4,
-    ppo_micro_batch_size_per_gpu=2,
-    use_kl_loss=True,
-    entropy_coeff=0.01,
-    optim={"lr": 1e-3},
+ACTOR = actor_plan(
+    {
+        "ppo_mini_batch_size": 4,
+        "ppo_micro_batch_size_per_gpu": 2,
+        "use_kl_loss": True,
+        "entropy_coeff": 0.01,
+        "optim": {"lr": 1e-3},
+    },
+    rollout_n=2,
 )
 
 
@@ -107,12 +109,14 @@ def test_dynamic_bsz_matches_fixed_micro_batches(tiny_model_path, tokenizer):
 def test_critic_remove_padding_matches_padded(tiny_model_path, tokenizer):
     values = {}
     for rmpad in (False, True):
-        cfg = CriticConfig.model_validate(
+        cfg = critic_plan(
             {
                 "ppo_mini_batch_size": 4,
                 "ppo_micro_batch_size_per_gpu": 2,
                 "forward_micro_batch_size_per_gpu": 4,
+                "forward_max_token_len_per_gpu": 16384,
                 "ppo_epochs": 1,
+                "loss_agg_mode": "token-mean",
                 "model": {"use_remove_padding": rmpad},
             }
         )

@@ -5,28 +5,28 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kuberl_api.backend_config.actor import OptimConfig
+from kuberl_api.plan.standalone import optim_plan
 from kuberl_runtime.engine.optim import clip_and_step, lr_multiplier, warmup_steps
 from kuberl_runtime.engine.packing import fixed_micro_batches, token_budget_micro_batches
 from kuberl_runtime.trainer.batch import shard_rows
 
 
 def test_constant_schedule_warms_up_linearly():
-    optim = OptimConfig(lr_warmup_steps=4, lr_scheduler_type="constant")
+    optim = optim_plan({"lr_warmup_steps": 4, "lr_scheduler_type": "constant"})
     values = [lr_multiplier(s, warmup=4, total=10, optim=optim) for s in range(6)]
     assert values == [0.0, 0.25, 0.5, 0.75, 1.0, 1.0]
 
 
 def test_cosine_schedule_ends_at_min_lr_ratio():
-    optim = OptimConfig(lr_scheduler_type="cosine", min_lr_ratio=0.1)
+    optim = optim_plan({"lr_scheduler_type": "cosine", "min_lr_ratio": 0.1})
     assert lr_multiplier(0, warmup=0, total=10, optim=optim) == pytest.approx(1.0)
     assert lr_multiplier(5, warmup=0, total=10, optim=optim) == pytest.approx(0.55)
     assert lr_multiplier(10, warmup=0, total=10, optim=optim) == pytest.approx(0.1)
 
 
 def test_warmup_ratio_is_used_when_steps_are_unset():
-    assert warmup_steps(OptimConfig(lr_warmup_steps_ratio=0.2), 50) == 10
-    assert warmup_steps(OptimConfig(lr_warmup_steps=3, lr_warmup_steps_ratio=0.2), 50) == 3
+    assert warmup_steps(optim_plan({"lr_warmup_steps_ratio": 0.2}), 50) == 10
+    assert warmup_steps(optim_plan({"lr_warmup_steps": 3, "lr_warmup_steps_ratio": 0.2}), 50) == 3
 
 
 def test_non_finite_gradients_skip_the_step():

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.distributed.tensor import DTensor
 
-from kuberl_api.backend_config.actor import FSDPConfig
+from kuberl_api.plan.standalone import fsdp_plan
 from kuberl_runtime.device import Device
 from kuberl_runtime.engine.fsdp import apply_fsdp
 from kuberl_runtime.engine.init import build_sharded
@@ -25,11 +25,11 @@ def _full(tensor: torch.Tensor) -> torch.Tensor:
 
 def test_sharded_init_equals_loading_everywhere(tiny_model_path, tokenizer):
     spec = ModelSpec(path=str(tiny_model_path), enable_gradient_checkpointing=True)
-    reference = apply_fsdp(build_causal_lm(spec), FSDPConfig(), CPU)
+    reference = apply_fsdp(build_causal_lm(spec), fsdp_plan(), CPU)
     sharded = build_sharded(
         partial(build_causal_lm_empty, spec),
         partial(build_causal_lm, spec),
-        FSDPConfig(),
+        fsdp_plan(),
         CPU,
         torch.device("cpu"),
         is_main=True,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from kuberl_api.backend_config.rollout import RolloutConfig
+from kuberl_api.plan.standalone import rollout_plan
 from kuberl_runtime.rollout.base import SamplingParams
 from kuberl_runtime.rollout.vllm import (
     CACHE_TAGS,
@@ -68,10 +68,12 @@ def test_installed_vllm_is_the_images_vllm():
 )
 def test_every_engine_kwarg_is_a_real_engine_arg(overrides):
     kwargs = build_engine_kwargs(
-        RolloutConfig(**overrides),
+        rollout_plan(
+            {"log_prob_max_token_len_per_gpu": 16384, **overrides},
+            max_prompt_length=512,
+            max_response_length=1024,
+        ),
         model_path="/models/m",
-        prompt_length=512,
-        response_length=1024,
         trust_remote_code=False,
         hf_overrides={"rope_theta": 1e6},
     )

@@ -18,7 +18,8 @@ import torch
 import yaml
 from transformers import AutoTokenizer
 
-from kuberl_api.backend_config.rollout import RolloutConfig
+from kuberl_api.plan.sections import RolloutPlan
+from kuberl_api.plan.standalone import rollout_plan
 from kuberl_runtime.rollout.base import SamplingParams
 from kuberl_runtime.rollout.vllm import (
     CACHE_TAGS,
@@ -53,16 +54,15 @@ def vllm(monkeypatch, tiny_model):
     return module
 
 
-def rollout_config(**overrides: Any) -> RolloutConfig:
-    return RolloutConfig(tensor_model_parallel_size=1, **overrides)
+def rollout_config(**overrides: Any) -> RolloutPlan:
+    node = {"tensor_model_parallel_size": 1, "log_prob_max_token_len_per_gpu": 16384, **overrides}
+    return rollout_plan(node, max_prompt_length=16, max_response_length=6)
 
 
-def build(vllm, cfg: RolloutConfig, host_model=None, lora_scaling=None):
+def build(vllm, cfg: RolloutPlan, host_model=None, lora_scaling=None):
     return build_vllm_rollout(
         cfg,
         model_path="/models/tiny",
-        prompt_length=16,
-        response_length=6,
         trust_remote_code=False,
         hf_overrides={},
         eos_ids=[2],
@@ -245,8 +245,6 @@ def test_engine_kwargs_are_pure():
     kwargs = build_engine_kwargs(
         cfg,
         model_path="m",
-        prompt_length=1,
-        response_length=1,
         trust_remote_code=True,
         hf_overrides={"rope_theta": 1e6},
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from kuberl_api.backend_config.rollout import RolloutConfig
+from kuberl_api.plan.standalone import rollout_plan
 from kuberl_runtime.rollout import vllm as rollout_vllm
 
 FAKE = Path(__file__).with_name("fake_vllm.py")
@@ -23,10 +23,12 @@ def test_cache_is_emptied_before_each_wake_up(monkeypatch):
     monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
     monkeypatch.setattr(torch.accelerator, "empty_cache", lambda: events.append("empty_cache"))
     rollout = rollout_vllm.build_vllm_rollout(
-        RolloutConfig(tensor_model_parallel_size=1),
+        rollout_plan(
+            {"tensor_model_parallel_size": 1, "log_prob_max_token_len_per_gpu": 16384},
+            max_prompt_length=4,
+            max_response_length=4,
+        ),
         model_path="/models/m",
-        prompt_length=4,
-        response_length=4,
         trust_remote_code=False,
         hf_overrides={},
         eos_ids=[2],
