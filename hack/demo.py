@@ -34,6 +34,7 @@ sys.path[:0] = [str(ROOT / "hack"), str(ROOT / "tests")]  # localcluster/localra
 import localcluster  # noqa: E402
 from localray import free_port, start_head  # noqa: E402
 
+from support.crds import wait_established  # noqa: E402
 from support.helm import resolve_helm, token_kubeconfig  # noqa: E402
 
 DEMO_DIR = Path("/tmp/kuberl-demo")  # the paths in examples/demo-job.yaml
@@ -88,8 +89,7 @@ class Demo:
         if RELEASE not in helm.run("list", f"--namespace={CHART_NAMESPACE}", "-q").stdout.split():
             values = {"operator": {"watchNamespaces": [NAMESPACE]}}
             print(helm.install(RELEASE, CHART_NAMESPACE, values).strip().splitlines()[0])
-        self.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                     "crd/rltrainingjobs.kuberl.io")  # fmt: skip
+        wait_established(self.kubectl, ["rltrainingjobs.kuberl.io"], timeout=60)
         path = self._home("creds") / "operator.kubeconfig"
         return token_kubeconfig(self.kubeconfig, RELEASE, CHART_NAMESPACE, path)
 

@@ -21,9 +21,14 @@ QUEUED = "Queued"
 """True while Kueue holds the job's RayCluster suspended (not yet admitted, or evicted)."""
 ADMITTED = "Admitted"
 """True once Kueue admitted the RayCluster; lastTransitionTime starts preRunningDeadline."""
+SYNCED = "Synced"
+"""Absent until a reconcile fails: then False (reason ReconcileError, the redacted error and the
+next try), and True again (ReconcileSuccess) once a reconcile goes through."""
+RECONCILE_ERROR = "ReconcileError"
 
 CONDITION_TYPES = (
     VALIDATED,
+    SYNCED,
     QUEUED,
     ADMITTED,
     CLUSTER_READY,

@@ -10,16 +10,12 @@ from typing import Any
 import kopf
 
 from kuberl_api.job import GROUP, PLURAL, VERSION
+from kuberl_operator import conditions as cond
 from kuberl_operator.config import OperatorConfig
 from kuberl_operator.names import ANNOTATION_PREFIX, FINALIZER
 from kuberl_operator.reconcile import Reconciler
 from kuberl_operator.state import INVALID_SPEC, TERMINAL_PHASES, Event
-from kuberl_operator.wedges import (
-    ERROR_REASON,
-    DigestDiffBaseStorage,
-    ErrorBackoff,
-    error_message,
-)
+from kuberl_operator.wedges import DigestDiffBaseStorage, ErrorBackoff, error_message
 
 log = logging.getLogger(__name__)
 RESOURCE = (GROUP, VERSION, PLURAL)
@@ -75,9 +71,10 @@ def register(registry: kopf.OperatorRegistry, reconciler: Reconciler, config: Op
             # Never crash and never let kopf retry on its own: reported, retried with backoff.
             delay = backoff.failed(key)
             log.exception("reconcile %s (%s) failed; next try in %.0fs", key, cause, delay)
+            message = error_message(err, delay)
+            reconciler.report_error(namespace, name, message)
             if body is not None:
-                message = error_message(err, delay)
-                post_event(dict(body), Event("Warning", ERROR_REASON, message))
+                post_event(dict(body), Event("Warning", cond.RECONCILE_ERROR, message))
         else:
             backoff.succeeded(key)
 

@@ -70,6 +70,8 @@ class Reconciler:
                     return None
                 state = JobState.read(body, self.clock())
                 self._reconcile(state)
+                if cond.get_condition(state.status, cond.SYNCED) is not None:
+                    state.condition(cond.SYNCED, True, "ReconcileSuccess")
                 self._write(state)
                 return state
         except Exception:
@@ -79,6 +81,24 @@ class Reconciler:
         finally:
             self.metrics.reconcile_total.labels(CONTROLLER, result).inc()
             self.metrics.reconcile_time.labels(CONTROLLER).observe(time.monotonic() - started)
+
+    def report_error(self, namespace: str, name: str, message: str) -> None:
+        """A reconcile raised: say so in the Synced condition (the handler posts the event).
+
+        Best effort: the error may be the API server itself, and then this fails too (logged).
+        """
+        try:
+            with self._locks[f"{namespace}/{name}"]:
+                body = self.kube.get_job(namespace, name)
+                if body is None or body["metadata"].get("deletionTimestamp"):
+                    return
+                state = JobState.read(body, self.clock())
+                state.condition(cond.SYNCED, False, cond.RECONCILE_ERROR, message)
+                patch = state.status_patch()
+                if patch:
+                    self.kube.patch_job_status(namespace, name, patch)
+        except Exception:
+            log.exception("could not record the reconcile error of %s/%s", namespace, name)
 
     def finalize(self, body: dict[str, Any]) -> None:
         """The job is being deleted: stop its Ray job; ownerReferences remove the rest."""

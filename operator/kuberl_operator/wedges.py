@@ -5,9 +5,9 @@
   included, so the job stays Terminating with its RayCluster (and GPUs) kept. kuberl's
   handlers reconcile the whole job whatever changed, so a digest of the essence is all kopf
   needs to tell "changed" from "unchanged": one 64-character annotation, whatever the spec.
-- A reconcile that raises (an API error, a bug) is reported as a Warning event on the job with a
-  redacted message, and retried with exponential backoff (the timer would otherwise retry it
-  every poll and log a traceback each time).
+- A reconcile that raises (an API error, a bug) is reported as a Warning event and the job's
+  Synced condition, with a redacted message, and retried with exponential backoff (the timer
+  would otherwise retry it every poll and log a traceback each time).
 """
 
 import hashlib
@@ -23,9 +23,6 @@ import kopf
 from kuberl_operator.redact import redact
 
 log = logging.getLogger(__name__)
-
-ERROR_REASON = "ReconcileError"
-
 
 class DigestDiffBaseStorage(kopf.AnnotationsDiffBaseStorage):
     """kopf's annotation diff base, holding a SHA-256 of the essence instead of the essence."""

@@ -15,6 +15,7 @@ import pytest
 
 from kuberl_api.validation import parse_document, validate_document
 from kuberl_api.yamlio import load_yaml, load_yaml_all
+from support.crds import wait_established
 
 pytestmark = pytest.mark.cluster
 
@@ -50,11 +51,7 @@ def kubectl(local_cluster: Any, cluster_binaries: Any) -> Any:
 
     applied = run("apply", "--server-side", "--force-conflicts", "-f", str(CRD_FILE))
     assert applied.returncode == 0, applied.stderr
-    established = run(
-        "wait", "--for=condition=Established", "--timeout=120s",
-        "crd/rltrainingjobs.kuberl.io",
-    )  # fmt: skip
-    assert established.returncode == 0, established.stderr
+    wait_established(lambda *a: run(*a).stdout, ["rltrainingjobs.kuberl.io"])
     for namespace in {_namespace(text) for text in MANIFESTS.values()}:
         created = run("create", "namespace", namespace)
         assert created.returncode == 0 or "AlreadyExists" in created.stderr, created.stderr

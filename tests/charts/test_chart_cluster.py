@@ -27,6 +27,8 @@ from support.crds import names_in, wait_established
 from support.helm import CHART_DIR, Helm, combinations, job_manifest, token_kubeconfig
 from support.manifests import valid_manifest
 
+VOLCANO_CRD = Path(__file__).parents[1] / "operator/contracts/scheduling.volcano.sh_podgroups.yaml"
+
 pytestmark = pytest.mark.cluster
 
 Kubectl = Callable[..., str]
@@ -385,6 +387,10 @@ def test_cluster_scoped_marks_match_the_api_servers_discovery(
 ) -> None:
     import sync_chart
 
+    # The operator's rules name Volcano's PodGroups; serve their CRD (our contract copy) as a
+    # cluster with Volcano installed would, whatever order the tiers ran in.
+    kubectl("apply", "--server-side", f"--filename={VOLCANO_CRD}")
+    wait_established(kubectl, names_in(str(VOLCANO_CRD)))
     cluster_scoped = set(kubectl("api-resources", "--namespaced=false", "-o=name").split())
     namespaced = set(kubectl("api-resources", "--namespaced=true", "-o=name").split())
     for rule in OPERATOR_RULES:

@@ -18,6 +18,7 @@ COMPONENTS = {
     "kube-apiserver",
     "kube-controller-manager",
     "kube-scheduler",
+    "kueue",
     "kwok",
     "ray-operator",
 }
