@@ -50,12 +50,25 @@ def _print_result(source, kind, result, quiet: bool) -> None:
         )
     elif not result.ok:
         print(f"{source}: {len(result.errors)} error(s)", file=sys.stderr)
-    if result.not_honoured and not quiet:
-        keys = ", ".join(result.not_honoured)
-        print(
-            f"{source}: {len(result.not_honoured)} key(s) set but not honoured "
-            f"(accepted, no effect in kuberl; see `kuberl keys`): {keys}"
-        )
+    summary = not_honoured_summary(result.not_honoured, result.at_verl_default)
+    if summary and not quiet:
+        print(f"{source}: {summary}")
+
+
+def not_honoured_summary(changed: list[str], at_verl_default: list[str]) -> str:
+    """One line: the no-effect keys set to something other than verl's default, by name, and
+    how many more were set to verl's own default (a copied verl config sets ~100: no news)."""
+    if not changed and not at_verl_default:
+        return ""
+    text = (
+        f"{len(changed)} key(s) set but not honoured "
+        "(accepted, no effect in kuberl; see `kuberl keys`)"
+    )
+    if changed:
+        text += ": " + ", ".join(changed)
+    if at_verl_default:
+        text += f"; {len(at_verl_default)} more set to verl's default, not listed"
+    return text
 
 
 def _print_problems(path, problems) -> None:

@@ -16,7 +16,7 @@ from kuberl_api.validation import parse_document, validate_document
 from kuberl_api.validation.deprecations import DEPRECATED_KEYS
 from kuberl_api.validation.documents import set_dotted
 from kuberl_api.validation.rules_switches import SWITCHES
-from kuberl_api.yamlio import load_yaml
+from kuberl_api.yamlio import dump_yaml, load_yaml
 
 VERL_CONFIG = Path(verl.__file__).parent / "trainer" / "config"
 GENERATED = load_yaml((VERL_CONFIG / "_generated_ppo_trainer.yaml").read_text())
@@ -53,7 +53,22 @@ def test_generated_default_config_validates_with_zero_errors() -> None:
     assert cfg.actor_rollout_ref.rollout.prompt_length == GENERATED["data"]["max_prompt_length"]
     assert cfg.critic.ppo_mini_batch_size == GENERATED[AR[:-1]]["actor"]["ppo_mini_batch_size"]
     assert cfg.critic.forward_micro_batch_size_per_gpu == 2
-    assert "_target_ (Hydra class names)" in result.not_honoured
+    # Every key verl's config sets is at verl's default: counted, none listed as not honoured.
+    assert result.not_honoured == []
+    assert "_target_ (Hydra class names)" in result.at_verl_default
+    assert len(result.at_verl_default) > 100
+
+
+def test_validate_on_verls_default_config_is_one_quiet_summary_line(tmp_path, capsys) -> None:
+    from kuberl_cli.main import main
+
+    path = tmp_path / "verl.yaml"
+    path.write_text(dump_yaml(_verl_default()))  # "n" quoted, as verl's own file has it
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 2, out  # the ok line and the summary
+    assert out[1].startswith(f"{path}#0: 0 key(s) set but not honoured")
+    assert out[1].endswith("more set to verl's default, not listed")
 
 
 def test_generated_default_values_reach_the_models() -> None:

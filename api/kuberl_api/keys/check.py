@@ -2,7 +2,9 @@
 
 Runs on the user's tree after interpolation and before defaults are filled, so "set" means
 written by the user (or by an interpolation they wrote). Validation turns each ``RefusedValue``
-into a problem with the full path (``validation/validate.py``).
+into a problem with the full path (``validation/validate.py``). A no-effect key is listed as not
+honoured only when its value, as written, differs from verl 0.9.1's default (``verl_defaults``):
+a config copied from verl's own sets a hundred such keys without asking for anything.
 """
 
 from dataclasses import dataclass, field
@@ -11,8 +13,10 @@ from typing import Any
 from kuberl_api.keys.entry import ENVELOPE, Fate, KeyEntry
 from kuberl_api.keys.leaves import schema_leaves
 from kuberl_api.keys.registry import REGISTRY
+from kuberl_api.keys.verl_defaults import verl_defaults
 
 MESSAGE = "not supported by kuberl"
+HYDRA_TARGETS = "_target_ (Hydra class names)"
 _ABSENT = object()
 
 
@@ -28,10 +32,25 @@ class KeyReport:
     refused: list[RefusedValue] = field(default_factory=list)
     not_honoured: list[str] = field(default_factory=list)
     """Keys the user set that kuberl accepts without effect (fate no-effect)."""
+    at_verl_default: list[str] = field(default_factory=list)
+    """No-effect keys set to verl's own default: nothing asked for, so not listed one by one."""
 
 
-def check_key_fates(raw_backend: dict[str, Any]) -> KeyReport:
-    return check_fates(raw_backend, REGISTRY, schema_leaves())
+def check_key_fates(resolved: dict[str, Any], written: dict[str, Any]) -> KeyReport:
+    """``resolved``: the backend_config after interpolation; ``written``: as the user wrote it
+    (interpolations and Hydra ``_target_`` keys in place), to compare with verl's defaults."""
+    report = check_fates(resolved, REGISTRY, schema_leaves())
+    defaults = verl_defaults()
+    set_keys, report.not_honoured = report.not_honoured, []
+    for key in set_keys:
+        default = defaults.values.get(key, _ABSENT)
+        at_default = _matches(_lookup(written, key), default)
+        (report.at_verl_default if at_default else report.not_honoured).append(key)
+    targets = _targets(written)
+    if targets:
+        same = all(defaults.targets.get(path) == name for path, name in targets.items())
+        (report.at_verl_default if same else report.not_honoured).append(HYDRA_TARGETS)
+    return report
 
 
 def check_fates(
@@ -81,6 +100,25 @@ def _same(value: Any, option: Any) -> bool:
 def _accepted(value: Any, accepts: tuple[Any, ...]) -> bool:
     items = value if isinstance(value, list) else [value]
     return all(any(_same(item, option) for option in accepts) for item in items)
+
+
+def _matches(written: Any, default: Any) -> bool:
+    """Every value written is verl's default; a subtree may leave some of verl's keys out."""
+    if isinstance(written, dict) and isinstance(default, dict):
+        return all(k in default and _matches(v, default[k]) for k, v in written.items())
+    return default is not _ABSENT and _same(written, default)
+
+
+def _targets(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted path -> value of every ``_target_`` key in ``tree``."""
+    found: dict[str, Any] = {}
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            if key == "_target_":
+                found[prefix + key] = value
+            else:
+                found.update(_targets(value, f"{prefix}{key}."))
+    return found
 
 
 def _lookup(tree: dict[str, Any], dotted: str) -> Any:

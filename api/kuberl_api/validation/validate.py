@@ -26,7 +26,7 @@ from kuberl_api.validation.rules_placement import (
     check_parallelism,
     check_pools,
 )
-from kuberl_api.validation.rules_switches import HYDRA_TARGET, check_switches, strip_hydra_targets
+from kuberl_api.validation.rules_switches import check_switches, strip_hydra_targets
 from kuberl_api.validation.schema_errors import problems_from_validation_error
 from kuberl_api.validation.sft import sft_tree_of, validate_sft_document
 
@@ -47,7 +47,10 @@ class ValidationResult:
     """The effective backend_config (placement derived, deprecated keys converted)."""
     af_output_dir: str | None = None
     not_honoured: list[str] = field(default_factory=list)
-    """Keys set that kuberl accepts without effect (see ``kuberl keys``)."""
+    """Keys set to something other than verl's default that kuberl accepts without effect (see
+    ``kuberl keys``)."""
+    at_verl_default: list[str] = field(default_factory=list)
+    """No-effect keys set to verl's own default (a config copied from verl's): nothing lost."""
     sft_config: SFTConfig | None = None
     """The effective SFT config, for an SFT document (``validation/sft.py``)."""
 
@@ -89,7 +92,7 @@ def validate_document(doc: Document, *, allow_env: bool = False) -> ValidationRe
             later.problems, translated.backend_path, translated.origins
         )
         result.spec, result.af_output_dir = later.spec, later.af_output_dir
-        result.not_honoured = later.not_honoured
+        result.not_honoured, result.at_verl_default = later.not_honoured, later.at_verl_default
         result.backend_config = later.backend_config if result.ok else None
     return result
 
@@ -102,7 +105,8 @@ def _validate(doc: Document, result: ValidationResult, allow_env: bool) -> None:
     keys = KeyReport()
     if isinstance(raw_backend, dict):
         raw_backend, alias_problems = normalise_boolean_keys(raw_backend, bc)
-        raw_backend, has_targets = strip_hydra_targets(raw_backend)
+        written = raw_backend
+        raw_backend, _ = strip_hydra_targets(raw_backend)
         result.problems += alias_problems
         resolved, interpolation_problems = resolve_interpolations(
             raw_backend, bc, allow_env=allow_env
@@ -112,13 +116,11 @@ def _validate(doc: Document, result: ValidationResult, allow_env: bool) -> None:
         resolved = convert_renamed_keys(resolved)
         body = resolved if is_bare else {**body, "backend_config": resolved}
         result.problems += check_switches(resolved, bc)
-        keys = check_key_fates(resolved)
-        if has_targets:
-            keys.not_honoured.append(f"{HYDRA_TARGET} (Hydra class names)")
+        keys = check_key_fates(resolved, written)
     if result.errors:
         return
     # Values kuberl refuses are reported beside schema errors, not instead of them.
-    result.not_honoured = keys.not_honoured
+    result.not_honoured, result.at_verl_default = keys.not_honoured, keys.at_verl_default
     result.problems += [
         Problem(join_path(bc, *r.key.split(".")), MESSAGE, r.fix, r.value) for r in keys.refused
     ]

@@ -14,6 +14,8 @@ from pydantic import BaseModel
 
 from kuberl_api.backend_config import BackendConfig
 from kuberl_api.keys import REGISTRY, Fate, schema_leaves
+from kuberl_api.keys.check import HYDRA_TARGETS
+from kuberl_api.keys.verl_defaults import verl_defaults
 from kuberl_api.validation import Document, DocumentKind, validate_document
 from kuberl_cli.main import main
 
@@ -21,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[3]
 BASE = yaml.safe_load((ROOT / "examples/demo.yaml").read_text())
 REFUSED = [e for e in REGISTRY.values() if e.fate is Fate.REFUSED]
 NO_EFFECT = [e for e in REGISTRY.values() if e.fate is Fate.NO_EFFECT]
+NO_EFFECT_WITH_DEFAULT = [e for e in NO_EFFECT if verl_defaults().values.get(e.key) is not None]
 
 
 def _annotation(key: str) -> Any:
@@ -125,22 +128,64 @@ def test_an_honoured_key_refuses_values_kuberl_does_not_implement(key, value, fi
     ]
 
 
-@pytest.mark.parametrize("entry", NO_EFFECT[:8], ids=lambda e: e.key)
-def test_a_no_effect_key_is_accepted_and_reported(entry):
-    value = schema_leaves()[entry.key]
-    result = _validate(_with(entry.key, value if value is not None else 1))
+@pytest.mark.parametrize("entry", NO_EFFECT_WITH_DEFAULT[:8], ids=lambda e: e.key)
+def test_a_no_effect_key_changed_from_verls_default_is_accepted_and_listed(entry):
+    result = _validate(_with(entry.key, _other_value(entry.key)))
     assert not [p for p in result.errors if p.path == entry.key]
     assert entry.key in result.not_honoured
+    assert entry.key not in result.at_verl_default
+
+
+@pytest.mark.parametrize("entry", NO_EFFECT_WITH_DEFAULT[:8], ids=lambda e: e.key)
+def test_a_no_effect_key_at_verls_default_is_counted_not_listed(entry):
+    result = _validate(_with(entry.key, verl_defaults().values[entry.key]))
+    assert not [p for p in result.errors if p.path == entry.key]
+    assert entry.key not in result.not_honoured
+    assert entry.key in result.at_verl_default
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "listed"),
+    [
+        # A subtree that leaves some of verl's keys out, the rest as verl writes them.
+        ("actor_rollout_ref.actor.profiler", {"enable": False, "all_ranks": False}, False),
+        ("actor_rollout_ref.actor.profiler", {"enable": False, "save_path": "/tmp/p"}, True),
+        # An interpolation as verl writes it is verl's default; another one is a change.
+        ("actor_rollout_ref.ref.strategy", "${actor_rollout_ref.actor.strategy}", False),
+        ("actor_rollout_ref.actor.rollout_n", 3, True),
+    ],
+)
+def test_subtrees_and_interpolations_compare_as_written(key, value, listed):
+    result = _validate(_with(key, value))
+    assert result.ok, [p.render() for p in result.errors]
+    assert (key in result.not_honoured) is listed
+    assert (key in result.at_verl_default) is not listed
+
+
+@pytest.mark.parametrize(
+    ("target", "listed"), [("verl.workers.config.FSDPActorConfig", False), ("my.Actor", True)]
+)
+def test_hydra_class_names_are_listed_only_when_they_are_not_verls(target, listed):
+    tree = _with("actor_rollout_ref.actor._target_", target)
+    result = _validate(tree)
+    assert result.ok, [p.render() for p in result.errors]
+    assert (HYDRA_TARGETS in result.not_honoured) is listed
+    assert (HYDRA_TARGETS in result.at_verl_default) is not listed
 
 
 def test_validate_ends_with_a_summary_of_keys_set_but_not_honoured(tmp_path, capsys):
-    tree = _with("actor_rollout_ref.actor.use_torch_compile", True)
+    tree = _with("actor_rollout_ref.actor.use_torch_compile", False)
+    tree["data"]["dataloader_num_workers"] = 8  # verl's default: counted, not named
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(tree))
     assert main(["validate", str(path)]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert "set but not honoured" in last
-    assert "actor_rollout_ref.actor.use_torch_compile" in last
+    # demo.yaml's own actor.strategy fsdp2 is not verl's default either.
+    assert last.endswith(
+        ": 2 key(s) set but not honoured (accepted, no effect in kuberl; see `kuberl keys`): "
+        "actor_rollout_ref.actor.strategy, actor_rollout_ref.actor.use_torch_compile; "
+        "1 more set to verl's default, not listed"
+    ), last
 
 
 def test_keys_command_prints_the_registry_as_json(capsys):

@@ -176,4 +176,4 @@ def test_verls_generated_default_config_plans():
     assert plan.placement.world_size == 8
     assert plan.rollout.n == 1 and plan.critic.enable
     assert RunPlan.from_json(plan.to_json()) == plan
-    assert result.not_honoured, "verl's config sets keys kuberl accepts without effect"
+    assert result.at_verl_default, "verl's config sets keys kuberl accepts without effect"
