@@ -74,10 +74,18 @@ def test_deprecated_global_micro_batch_is_converted_per_gpu_with_a_warning():
     assert "ppo_micro_batch_size_per_gpu" in warning.hint
 
 
-def test_clip_ratio_low_and_high_stay_unset_so_clip_ratio_applies():
-    cfg = BackendConfig.model_validate(MINIMAL)
-    assert cfg.actor_rollout_ref.actor.clip_ratio_low is None
-    assert cfg.actor_rollout_ref.actor.clip_ratio_high is None
+def test_clip_ratio_low_and_high_default_to_verls_0_2_so_clip_ratio_alone_changes_nothing():
+    """verl 0.9.1: clip_ratio is only the fallback of an explicitly null clip_ratio_low/high."""
+    actor = BackendConfig.model_validate(MINIMAL).actor_rollout_ref.actor
+    assert (actor.clip_ratio_low, actor.clip_ratio_high) == (0.2, 0.2)
+    tree = {**MINIMAL, "actor_rollout_ref": {**MINIMAL["actor_rollout_ref"]}}
+    tree["actor_rollout_ref"]["actor"] = {
+        **MINIMAL["actor_rollout_ref"].get("actor", {}),
+        "clip_ratio": 0.3,
+        "clip_ratio_high": None,
+    }
+    actor = BackendConfig.model_validate(tree).actor_rollout_ref.actor
+    assert (actor.clip_ratio_low, actor.clip_ratio_high) == (0.2, None)  # null: clip_ratio
 
 
 def test_effective_config_defaults_to_verl_world_size_without_pools():

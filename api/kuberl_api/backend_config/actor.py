@@ -85,8 +85,8 @@ class ActorConfig(VerlActorKeys):
     ppo_max_token_len_per_gpu: int = Field(16384, gt=0)
     grad_clip: float = Field(1.0, gt=0)
     clip_ratio: float = Field(0.2, gt=0, lt=1)
-    clip_ratio_low: float | None = Field(None, gt=0, lt=1, description="Null uses clip_ratio.")
-    clip_ratio_high: float | None = Field(None, gt=0, description="Null uses clip_ratio.")
+    clip_ratio_low: float | None = Field(0.2, gt=0, lt=1, description="Null uses clip_ratio.")
+    clip_ratio_high: float | None = Field(0.2, gt=0, description="Null uses clip_ratio.")
     clip_ratio_c: float = Field(3.0, gt=1, description="Dual-clip bound for negative advantages.")
     policy_loss: PolicyLossConfig = Field(default_factory=PolicyLossConfig)
     loss_agg_mode: LossAggMode = "token-mean"

@@ -211,6 +211,10 @@ def _map_algorithm(cfg: RollConfig, draft: Draft) -> None:
     if cfg.use_pg_clip_range:
         draft.set("actor_rollout_ref.actor.clip_ratio_low", cfg.pg_clip_low, "pg_clip_low")
         draft.set("actor_rollout_ref.actor.clip_ratio_high", cfg.pg_clip_high, "pg_clip_high")
+    else:
+        # ROLL clips both sides at pg_clip; verl's clip_ratio_low/high default to 0.2 themselves.
+        draft.set("actor_rollout_ref.actor.clip_ratio_low", cfg.pg_clip, "pg_clip")
+        draft.set("actor_rollout_ref.actor.clip_ratio_high", cfg.pg_clip, "pg_clip")
     if not cfg.dual_clip_loss:
         # verl always applies the dual clip; an unreachable bound switches it off exactly.
         draft.set("actor_rollout_ref.actor.clip_ratio_c", 1.0e9, "dual_clip_loss")

@@ -47,6 +47,9 @@ CASES = [
     ({"ppo_epochs": 2}, "actor_rollout_ref.actor.ppo_epochs", 2),
     ({"max_grad_norm": 0.5}, "actor_rollout_ref.actor.grad_clip", 0.5),
     ({"pg_clip": 0.3}, "actor_rollout_ref.actor.clip_ratio", 0.3),
+    ({"pg_clip": 0.3}, "actor_rollout_ref.actor.clip_ratio_low", 0.3),
+    ({"pg_clip": 0.3}, "actor_rollout_ref.actor.clip_ratio_high", 0.3),
+    ({"use_pg_clip_range": True}, "actor_rollout_ref.actor.clip_ratio_low", 0.2),
     (
         {"use_pg_clip_range": True, "pg_clip_high": 0.28},
         "actor_rollout_ref.actor.clip_ratio_high",
