@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 from torch.distributed._tools.fake_collectives import collective_ops
+from torch.distributed.tensor import DTensor
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
@@ -55,7 +56,11 @@ class CollectiveBytes(TorchDispatchMode):
 
 
 class LargestAllocation(TorchDispatchMode):
-    """The largest tensor any op returns, overall and in fp32 (bytes)."""
+    """The largest tensor any op returns, overall and in fp32 (bytes), as this rank holds it.
+
+    Ops on DTensors are let through (`NotImplemented`) so that DTensor runs them on its local
+    shards first and this mode sees those, not the global shapes (as FSDP2's memory tracker does).
+    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -63,6 +68,8 @@ class LargestAllocation(TorchDispatchMode):
         self.largest_fp32 = 0
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if any(t is DTensor for t in types):
+            return NotImplemented
         out = func(*args, **(kwargs or {}))
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor):

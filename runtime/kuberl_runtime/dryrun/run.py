@@ -129,6 +129,7 @@ def _run_phases(spec: DryRunInput, model_spec: ModelSpec, mesh: DeviceMesh) -> D
         clip_and_step_unchecked(model, actor.optimizer, 1.0, grad_norm(model))
 
     # The update first: from then on the optimizer state is resident, as in every later step.
+    # (`_measure` runs each phase once before measuring it, so the update's own peak counts it.)
     update_tokens = _tokens(spec, spec.micro_batch_rows)
     phases.append(
         _measure("update_actor", model, actor.optimizer, update, update_tokens, ref_bytes)
@@ -183,19 +184,26 @@ def _measure(
     tokens: int,
     resident: int,
 ) -> PhaseResult:
-    """Peak of `fn` over `model` (+ its optimizer), plus `resident` bytes of the other models.
+    """Steady-state peak of `fn` over `model` (+ its optimizer), plus `resident` bytes of the
+    other models.
 
-    FLOPs are counted in a second run of `fn`: the counter's module hooks keep activations alive
-    for backward and would inflate the measured peak.
+    `fn` runs twice. The first run counts FLOPs (the counter's module hooks keep activations alive
+    for backward, so it cannot share the memory run) and warms up: the optimizer state exists
+    from then on, as in every later step, and DTensor's sharding-propagation cache is filled.
+    The warm-up matters under `FakeTensorMode`: DTensor propagates an op it has not seen by
+    running it on fake tensors of the *global* shapes, in the fake mode already active, which is
+    the dry run's own, so the memory tracker counts them. On a GPU those are free (a private fake
+    mode). Measured cold, the first `grad_norm` (one `_foreach_norm` over every gradient) showed
+    the whole unsharded fp32 model as an allocation: 122 GiB at 32B, the "133.5 GiB" update peak.
     """
+    flops = FlopCounterMode(display=False, custom_mapping=FLOP_FORMULAS)
+    with flops:
+        fn()
     tracker = FSDPMemTracker(model, optimizer)
     comms, largest = CollectiveBytes(), LargestAllocation()
     with tracker, comms, largest:
         fn()
     peak = max(snap["Total"] for snap in tracker.get_tracker_snapshot("peak").values())
-    flops = FlopCounterMode(display=False, custom_mapping=FLOP_FORMULAS)
-    with flops:
-        fn()
     return PhaseResult(
         name,
         int(peak) + resident,

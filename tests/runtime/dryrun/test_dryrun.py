@@ -62,6 +62,32 @@ def test_sharded_init_peaks_at_one_shard_plus_one_full_tensor(small):
     assert init.collective_bytes >= 4 * small.parameters  # every tensor broadcast once
 
 
+def test_each_layer_adds_its_shards_and_one_checkpointed_input(small):
+    """The update peak grows per decoder layer by that layer's sharded state and the one bf16
+    hidden state gradient checkpointing saves, nothing unsharded.
+
+    Pins two things: checkpointing is in effect (else every layer keeps its activations), and the
+    peak is the steady state. Measured cold, DTensor's first sharding propagation of the grad-norm
+    ran on global-shape fake tensors in the dry run's own fake mode and the tracker counted the
+    whole unsharded fp32 model (+4 B per parameter: the old 133.5 GiB/rank at 32B).
+    """
+    import dataclasses
+
+    cfg = SMALL.model_config
+    fewer = run_dry(dataclasses.replace(SMALL, model_config={**cfg, "num_hidden_layers": 2}))
+    layers = cfg["num_hidden_layers"] - 2
+    layer_params = (small.parameters - fewer.parameters) / layers
+    tokens = SMALL.micro_batch_rows * (SMALL.prompt_length + SMALL.response_length)
+    checkpointed = tokens * cfg["hidden_size"] * 2  # the layer's bf16 input
+    # fp32 actor shard + AdamW m, v + fp32 reference shard: 16 bytes per parameter over the world
+    state = 16 * layer_params / SMALL.world_size
+    grown = small.phase("update_actor").peak_bytes - fewer.phase("update_actor").peak_bytes
+    assert grown / layers == pytest.approx(state + checkpointed, rel=0.05)
+    for name in ("old_log_prob", "ref_log_prob"):  # forward only: nothing kept per layer
+        grown = small.phase(name).peak_bytes - fewer.phase(name).peak_bytes
+        assert grown / layers == pytest.approx(state, rel=0.05), name
+
+
 def test_update_flops_match_the_analytic_count(small):
     """6N per token (+2N recompute), LM head on response tokens only, full-square attention."""
     cfg, spec = SMALL.model_config, SMALL
