@@ -14,7 +14,11 @@ from kuberl_api.backend_config.verl_keys import (
 from kuberl_api.base import ConfigModel
 
 LossAggMode = Literal[
-    "token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"
+    "token-mean",
+    "token-sum",
+    "seq-mean-token-sum",
+    "seq-mean-token-mean",
+    "seq-mean-token-sum-norm",
 ]
 KLEstimator = Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "full"]
 Strategy = Literal["fsdp", "fsdp2"]

@@ -73,18 +73,6 @@ def _check_actor_and_rollout(cfg: BackendConfig, bc: str) -> list[Problem]:
                     sampling.temperature,
                 )
             )
-    if arr.actor.policy_loss.loss_mode == "gspo" and arr.actor.loss_agg_mode != (
-        "seq-mean-token-mean"
-    ):
-        problems.append(
-            Problem(
-                join_path(bc, "actor_rollout_ref", "actor", "loss_agg_mode"),
-                "gspo uses seq-mean-token-mean whatever this says",
-                "set loss_agg_mode: seq-mean-token-mean",
-                arr.actor.loss_agg_mode,
-                Severity.WARNING,
-            )
-        )
     if cfg.algorithm.use_kl_in_reward and arr.actor.use_kl_loss:
         problems.append(
             Problem(

@@ -177,3 +177,44 @@ def test_verls_generated_default_config_plans():
     assert plan.rollout.n == 1 and plan.critic.enable
     assert RunPlan.from_json(plan.to_json()) == plan
     assert result.at_verl_default, "verl's config sets keys kuberl accepts without effect"
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "token-mean",
+        "token-sum",
+        "seq-mean-token-sum",
+        "seq-mean-token-mean",
+        "seq-mean-token-sum-norm",
+    ],
+)
+def test_every_verl_loss_agg_mode_reaches_actor_and_critic(mode):
+    """verl 0.9.1's ActorConfig accepts exactly these five (its valid_loss_agg_modes)."""
+    plan = plan_of(
+        with_keys(
+            actor_rollout_ref__actor__loss_agg_mode=mode,
+            algorithm__adv_estimator="gae",
+            critic__ppo_micro_batch_size_per_gpu=2,
+        )
+    )
+    assert (plan.actor.loss_agg_mode, plan.critic.loss_agg_mode) == (mode, mode)
+
+
+def test_the_accepted_modes_are_the_runtimes():
+    import typing
+
+    from kuberl_api.backend_config.actor import LossAggMode
+    from kuberl_runtime.algorithms import LOSS_AGG_MODES
+
+    assert set(typing.get_args(LossAggMode)) == set(LOSS_AGG_MODES)
+
+
+def test_gspo_keeps_the_configured_aggregation_without_a_warning():
+    tree = with_keys(
+        actor_rollout_ref__actor__policy_loss={"loss_mode": "gspo"},
+        actor_rollout_ref__actor__loss_agg_mode="token-mean",
+    )
+    result = validate_document(Document(DocumentKind.BACKEND_CONFIG, tree, "", "t.yaml", {}))
+    assert result.ok and not [p for p in result.warnings if "loss_agg_mode" in p.path]
+    assert build_run_plan(result.backend_config).actor.loss_agg_mode == "token-mean"
