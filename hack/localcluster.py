@@ -319,7 +319,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
             print(f"no real node ({reason}); every pod runs on the kwok pools")
         else:
             node = start_real_node(state, args.timeout)
-            print(f"real node {realnode.REAL_NODE_NAME} Ready in {node.seconds_to_ready}s")
+            print(f"real node {node.address} Ready in {node.seconds_to_ready}s")
     print(f"export KUBECONFIG={state.kubeconfig}")
     return 0
 

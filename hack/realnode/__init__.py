@@ -7,7 +7,6 @@ the taint `kuberl.io/real-node=true:NoSchedule`. Needs root, overlayfs and cgrou
 
 from realnode.node import (
     REAL_NODE_LABEL,
-    REAL_NODE_NAME,
     RealNode,
     leftovers,
     load_real_node,
@@ -18,7 +17,6 @@ from realnode.node import (
 
 __all__ = [
     "REAL_NODE_LABEL",
-    "REAL_NODE_NAME",
     "RealNode",
     "leftovers",
     "load_real_node",

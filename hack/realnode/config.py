@@ -61,18 +61,19 @@ def cni_conflist() -> str:
 
 
 def kubelet_config(
-    work: Path, cgroup_root: str, port: int, healthz_port: int, dns_address: str
+    work: Path, cgroup_root: str, address: str, port: int, healthz_port: int, dns_address: str
 ) -> str:
     config = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
         "containerRuntimeEndpoint": f"unix://{work}/containerd/containerd.sock",
-        "address": "127.0.0.1",
+        "address": address,
         "port": port,
         "readOnlyPort": 0,
         "healthzBindAddress": "127.0.0.1",
         "healthzPort": healthz_port,
-        # The apiserver has no kubelet client certificate; only loopback reaches this port.
+        # The apiserver has no kubelet client certificate; the address is a /32 on `lo` that only
+        # this host routes to.
         "authentication": {"anonymous": {"enabled": True}, "webhook": {"enabled": False}},
         "authorization": {"mode": "AlwaysAllow"},
         "cgroupDriver": "cgroupfs",

@@ -1,7 +1,10 @@
-"""Start and stop the real node: containerd, the images, and a kubelet named 127.0.0.1.
+"""Start and stop the real node: containerd, the images, and a kubelet named by its address.
 
-The kubelet's name is an IP on purpose: a hostname override that parses as an IP becomes the
-node's InternalIP without the loopback check, so the apiserver reaches it for logs and exec.
+The node's address is a private /32 added to `lo` (10.254.x.y, from the cluster dir): not a
+loopback address, because Ray, KubeRay's probes and EndpointSlices all treat 127.0.0.1 as "not a
+node" (a Ray worker on a loopback node never turns Ready), yet reachable only from this host. The
+kubelet's name is that IP: a hostname override that parses as an IP becomes the node's
+InternalIP, so the apiserver reaches the kubelet (bound there) for logs and exec.
 Everything is recorded in DIR/realnode.json; `stop_real_node` stops exactly those PIDs, kills
 what is left in the node's own cgroup, unmounts whatever lies under its work dir and removes its
 cgroups. `leftovers` lists anything that survived (a test asserts it is empty).
@@ -31,12 +34,11 @@ from realnode import config
 
 log = logging.getLogger("realnode")
 
-REAL_NODE_NAME = "127.0.0.1"
 REAL_NODE_LABEL = "kuberl.io/real-node"
 STATE_FILE = "realnode.json"
 CGROUP_FS = Path("/sys/fs/cgroup")
 CNI_BIN = Path("/usr/lib/cni")
-HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "ctr", "runc")
+HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "ctr", "runc", "ip")
 
 
 @dataclass
@@ -45,6 +47,8 @@ class RealNode:
     socket: str
     cgroup_root: str
     kubelet_port: int
+    # The node's IP and name: a /32 on `lo`, removed again by stop_real_node.
+    address: str
     # The node's cluster DNS (dns.py) on port 53 of a loopback address of its own.
     dns_address: str
     images: dict[str, str] = field(default_factory=dict)
@@ -92,11 +96,13 @@ def start_real_node(
         socket=str(work / "containerd" / "containerd.sock"),
         cgroup_root=f"/kuberl-realpod-{digest}",
         kubelet_port=_free_port(),
+        address=f"10.254.{int(digest[4:6], 16)}.{int(digest[6:8], 16) % 254 + 1}",
         dns_address=f"127.53.{int(digest[:2], 16)}.{int(digest[2:4], 16) % 254 + 1}",
     )
     _save(state_dir, node)
     try:
         _make_cgroups(node.cgroup_root)
+        _run("ip", "addr", "replace", f"{node.address}/32", "dev", "lo")
         _write_configs(work, node)
         containerd = start_process(
             "containerd",
@@ -116,16 +122,23 @@ def start_real_node(
         _save(state_dir, node)
         for name, tarball in images.items():
             _import_image(node, name, tarball)
-        kubelet = start_process("kubelet", _kubelet_argv(work, kubeconfig), logs / "kubelet.log")
+        kubelet = start_process(
+            "kubelet", _kubelet_argv(work, kubeconfig, node.address), logs / "kubelet.log"
+        )
         node.processes.append(kubelet)
         _save(state_dir, node)
-        _wait("the real node Ready", lambda: _node_ready(kubectl, kubeconfig), kubelet, timeout)
+        _wait(
+            "the real node Ready",
+            lambda: _node_ready(kubectl, kubeconfig, node.address),
+            kubelet,
+            timeout,
+        )
     except BaseException:
         stop_real_node(state_dir)
         raise
     node.seconds_to_ready = round(time.monotonic() - started, 1)
     _save(state_dir, node)
-    log.info("real node %s Ready in %.1fs", REAL_NODE_NAME, node.seconds_to_ready)
+    log.info("real node %s Ready in %.1fs", node.address, node.seconds_to_ready)
     return node
 
 
@@ -146,6 +159,9 @@ def stop_real_node(state_dir: Path) -> list[str]:
     _unmount_under(Path(node.work))
     _unmount_under(containerd_root())
     _remove_cgroups(node.cgroup_root)
+    subprocess.run(
+        ["ip", "addr", "del", f"{node.address}/32", "dev", "lo"], capture_output=True, check=False
+    )
     remaining = leftovers(node)
     if remaining:
         log.warning("the real node left behind:\n  %s", "\n  ".join(remaining))
@@ -163,6 +179,9 @@ def leftovers(node: RealNode) -> list[str]:
     found += [f"mount {point}" for point in _mounts_under(containerd_root())]
     found += [f"cgroup {path}" for path in _cgroup_dirs(node.cgroup_root) if path.exists()]
     found += [f"iptables chain {chain}" for chain in _kube_chains()]
+    lo = subprocess.run(["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True)
+    if f" {node.address}/32 " in lo.stdout:
+        found.append(f"address {node.address} on lo")
     return found
 
 
@@ -220,18 +239,27 @@ def _write_configs(work: Path, node: RealNode) -> None:
     (work / "cni" / "net.d" / "10-loopback.conflist").write_text(config.cni_conflist())
     healthz = _free_port()
     (work / "kubelet.yaml").write_text(
-        config.kubelet_config(work, node.cgroup_root, node.kubelet_port, healthz, node.dns_address)
+        config.kubelet_config(
+            work, node.cgroup_root, node.address, node.kubelet_port, healthz, node.dns_address
+        )
     )
 
 
-def _kubelet_argv(work: Path, kubeconfig: Path) -> list[str]:
+def _run(*argv: str) -> None:
+    result = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {result.stderr.strip()}")
+
+
+def _kubelet_argv(work: Path, kubeconfig: Path, address: str) -> list[str]:
     return [
         str(kubelet_binary()),
         f"--config={work / 'kubelet.yaml'}",
         f"--kubeconfig={kubeconfig}",
         f"--root-dir={work / 'kubelet'}",
         f"--cert-dir={work / 'kubelet-pki'}",
-        f"--hostname-override={REAL_NODE_NAME}",
+        f"--hostname-override={address}",
+        f"--node-ip={address}",
         f"--node-labels={REAL_NODE_LABEL}=true,kuberl.io/pool=real",
         "--v=2",
     ]
@@ -255,14 +283,14 @@ def _import_image(node: RealNode, name: str, tarball: Path) -> None:
     node.images[name] = str(tarball)
 
 
-def _node_ready(kubectl: Path, kubeconfig: Path) -> bool:
+def _node_ready(kubectl: Path, kubeconfig: Path, name: str) -> bool:
     result = subprocess.run(
         [
             str(kubectl),
             f"--kubeconfig={kubeconfig}",
             "get",
             "node",
-            REAL_NODE_NAME,
+            name,
             "-o",
             "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
         ],

@@ -15,25 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from realnode import REAL_NODE_LABEL
+from realnode.jobs import on_real_node
 
 from support.e2e_jobs import DIGIT_REWARD, REPO, demo_job
 from support.rljobs import wait_for
-
-RUNTIME_IMAGE = "kuberl.local/runtime-cpu:0.1.0"
-PLACEMENT = {
-    "nodeSelector": {REAL_NODE_LABEL: "true"},
-    "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
-}
-
-
-def stage_inputs(inputs: Path, model: Path) -> None:
-    """Model, data and reward function in one directory the pods mount read-only."""
-    shutil.copytree(model, inputs / "model")
-    shutil.copy(REPO / "examples" / "data" / "arith" / "train.parquet", inputs / "train.parquet")
-    shutil.copy(DIGIT_REWARD, inputs / "digit_reward.py")
-    for path in (inputs, *inputs.rglob("*")):
-        path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def real_job(
@@ -45,54 +30,16 @@ def real_job(
     config = job["spec"]["backend_config"]
     config["data"]["train_files"] = str(inputs / "train.parquet")
     config["custom_reward_function"] = {"path": str(inputs / "digit_reward.py")}
-    job["spec"].update(
-        image=RUNTIME_IMAGE,
-        imagePullPolicy="Never",
-        network="hostNetwork",
-        head={"cpu": "1", "memory": "3Gi", **PLACEMENT},
-        workerPools=[{"name": "cpu", "nodes": 1, "cpu": "1", "memory": "6Gi", **PLACEMENT}],
-        storage={
-            "output": {"claimName": claims[0]},
-            "model": {"claimName": claims[1], "mountPath": str(inputs), "readOnly": True},
-        },
-        env=[
-            # No kube-proxy on this cluster: in-cluster clients dial the apiserver directly.
-            {"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
-            {"name": "KUBERNETES_SERVICE_PORT", "value": str(api_port)},
-            {"name": "HF_HUB_OFFLINE", "value": "1"},
-            {"name": "OMP_NUM_THREADS", "value": "1"},
-        ],
-    )
-    return job
+    return on_real_node(job, api_port, claims[0], claims[1], str(inputs))
 
 
-def host_volume(name: str, namespace: str, path: Path) -> list[dict[str, Any]]:
-    """A PersistentVolume on a host directory and the claim bound to it."""
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": name, "labels": {"kuberl.test/namespace": namespace}},
-            "spec": {
-                "capacity": {"storage": "5Gi"},
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "",
-                "hostPath": {"path": str(path), "type": "DirectoryOrCreate"},
-                "claimRef": {"namespace": namespace, "name": name},
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolumeClaim",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "",
-                "volumeName": name,
-                "resources": {"requests": {"storage": "5Gi"}},
-            },
-        },
-    ]
+def stage_inputs(inputs: Path, model: Path) -> None:
+    """Model, data and reward function in one directory the pods mount read-only."""
+    shutil.copytree(model, inputs / "model")
+    shutil.copy(REPO / "examples" / "data" / "arith" / "train.parquet", inputs / "train.parquet")
+    shutil.copy(DIGIT_REWARD, inputs / "digit_reward.py")
+    for path in (inputs, *inputs.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def free_port() -> int:
@@ -111,7 +58,6 @@ def operator(kubeconfig: str, namespace: str, work: Path) -> Iterator[dict[str, 
     argv = [
         sys.executable, "-m", "kuberl_operator", "-n", namespace, "--poll-interval", "1",
         "--backoff-base", "1", "--backoff-max", "4", "--ray-token-key-file", str(key),
-        "--allow-host-path",  # the job mounts host directories (off unless the admin allows)
         "--dashboard-grace-seconds", "300", "--metrics-host", "127.0.0.1",
         "--metrics-port", str(metrics), "--liveness", f"http://127.0.0.1:{liveness}/healthz",
     ]  # fmt: skip

@@ -48,7 +48,7 @@ def test_operator_image_runs_as_non_root_on_read_only_rootfs(real_node, kubectl,
     assert phase == "Succeeded", logs
     status = pod_json(kubectl, namespace, "probe")["status"]
     # A real container (containerd's ID), on the real node, not a kwok fake.
-    assert status["hostIP"] == "127.0.0.1"
+    assert status["hostIP"] == real_node.address
     assert status["containerStatuses"][0]["containerID"].startswith("containerd://")
     assert "uid 65532" in logs
     assert "rootfs read-only 30" in logs  # EROFS
@@ -67,7 +67,7 @@ def test_pods_that_do_not_ask_stay_on_kwok(real_node, kubectl, namespace):
         "the plain pod to be scheduled",
         lambda: pod_json(kubectl, namespace, "plain")["spec"].get("nodeName"),
     )
-    assert node != "127.0.0.1"
+    assert node != real_node.address
     labels = json.loads(kubectl("get", "node", node, "-o", "json"))["metadata"]["annotations"]
     assert labels.get("kwok.x-k8s.io/node") == "fake"
 

@@ -1,6 +1,6 @@
 """Stopping the real node with a pod still running leaves nothing on the host: no process that
-names its work dir (containerd, shims, kubelet), no mount under it, no cgroup, no KUBE-* chain.
-Then the node starts again for whatever runs next."""
+names its work dir (containerd, shims, kubelet), no mount under it, no cgroup, no KUBE-* chain,
+no node address on `lo`. Then the node starts again for whatever runs next."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ def test_stop_leaves_no_process_mount_cgroup_or_chain(
     assert node is not None
     shims_before = _pids_naming(node.work)
     assert shims_before, "a running pod has a containerd shim that names the node's socket"
+    lo = subprocess.run(["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True)
+    assert f" {node.address}/32 " in lo.stdout, "the node's address is on lo while it runs"
 
     assert realnode.stop_real_node(state_dir) == []
 
@@ -50,6 +52,8 @@ def test_stop_leaves_no_process_mount_cgroup_or_chain(
     )
     saved = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
     assert ":KUBE-" not in saved
+    lo = subprocess.run(["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True)
+    assert f" {node.address}/32 " not in lo.stdout
     assert not Path(node.work).exists() and realnode.load_real_node(state_dir) is None
 
     restarted = _restart(local_cluster, node)

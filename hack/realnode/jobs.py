@@ -1,0 +1,95 @@
+"""An RLTrainingJob in real pods on the real node: what a job manifest needs beyond the kwok path.
+
+Used by the real-pod tests and `make demo`. There is no registry, no pod-IP CNI and no
+kube-proxy here, so the job runs the imported CPU runtime image (never pulled) with
+`spec.network: hostNetwork`, every pod selects and tolerates the real node, and the runtime
+reaches the apiserver on 127.0.0.1 directly. Its files live in host directories served as
+PersistentVolumes (`host_volume`): the output at af_output_dir, the inputs read-only.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from realnode.images import REFERENCES
+from realnode.node import REAL_NODE_LABEL
+
+RUNTIME_IMAGE = REFERENCES["runtime-cpu"]
+RUNTIME_UID = 1000  # the runtime image's `ray` user: owner of the output directory
+PLACEMENT = {
+    "nodeSelector": {REAL_NODE_LABEL: "true"},
+    "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
+}
+
+
+def on_real_node(
+    job: dict[str, Any],
+    api_port: int,
+    output_claim: str,
+    inputs_claim: str,
+    inputs_path: str,
+    head_memory: str = "3Gi",
+    worker_memory: str = "6Gi",
+) -> dict[str, Any]:
+    """A copy of `job` that runs in real pods: one head and one 1-CPU worker on the real node,
+    af_output_dir on `output_claim`, `inputs_claim` mounted read-only at `inputs_path`."""
+    job = copy.deepcopy(job)
+    spec = job["spec"]
+    spec.update(
+        image=RUNTIME_IMAGE,
+        imagePullPolicy="Never",
+        network="hostNetwork",
+        head={"cpu": "1", "memory": head_memory, **PLACEMENT},
+        workerPools=[{"name": "cpu", "nodes": 1, "cpu": "1", "memory": worker_memory, **PLACEMENT}],
+        storage={
+            "output": {"claimName": output_claim},
+            "model": {"claimName": inputs_claim, "mountPath": inputs_path, "readOnly": True},
+        },
+    )
+    env = [var for var in spec.get("env", []) if var["name"] not in _ENV_NAMES]
+    spec["env"] = env + [{"name": name, "value": value} for name, value in _env(api_port).items()]
+    return job
+
+
+def host_volume(name: str, namespace: str, path: str) -> list[dict[str, Any]]:
+    """A PersistentVolume on a host directory and the claim `name` in `namespace` bound to it
+    (labelled `kuberl.test/namespace`, so one selector deletes every such volume)."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": name, "labels": {"kuberl.test/namespace": namespace}},
+            "spec": {
+                "capacity": {"storage": "5Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "hostPath": {"path": path, "type": "DirectoryOrCreate"},
+                "claimRef": {"namespace": namespace, "name": name},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": name,
+                "resources": {"requests": {"storage": "5Gi"}},
+            },
+        },
+    ]
+
+
+def _env(api_port: int) -> dict[str, str]:
+    return {
+        # No kube-proxy on this cluster: in-cluster clients dial the apiserver directly.
+        "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": str(api_port),
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+    }
+
+
+_ENV_NAMES = frozenset(_env(0))
