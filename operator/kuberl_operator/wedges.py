@@ -24,6 +24,7 @@ from kuberl_operator.redact import redact
 
 log = logging.getLogger(__name__)
 
+
 class DigestDiffBaseStorage(kopf.AnnotationsDiffBaseStorage):
     """kopf's annotation diff base, holding a SHA-256 of the essence instead of the essence."""
 
