@@ -41,13 +41,7 @@ def _print_result(source, kind, result, quiet: bool) -> None:
         label = "error" if problem.is_error else "warning"
         print(f"{source}: {label}: {problem.render()}", file=sys.stderr)
     if result.ok and not quiet:
-        cfg = result.backend_config
-        trainer = cfg.trainer
-        print(
-            f"{source}: ok ({kind}) — {cfg.algorithm.adv_estimator}, "
-            f"{trainer.nnodes}x{trainer.n_gpus_per_node} {trainer.device or 'auto'}, "
-            f"train_batch_size {cfg.data.train_batch_size} x n {cfg.actor_rollout_ref.rollout.n}"
-        )
+        print(f"{source}: ok ({kind}) — {_headline(result)}")
     elif not result.ok:
         print(f"{source}: {len(result.errors)} error(s)", file=sys.stderr)
     summary = not_honoured_summary(result.not_honoured, result.at_verl_default)
@@ -55,9 +49,24 @@ def _print_result(source, kind, result, quiet: bool) -> None:
         print(f"{source}: {summary}")
 
 
+def _headline(result) -> str:
+    if result.sft_config is not None:  # an SFT job (verl's SFT trainer config)
+        sft = result.sft_config
+        nodes = f"{sft.trainer.nnodes or 1}x{sft.trainer.n_gpus_per_node or 'auto'}"
+        return f"sft, {nodes}, train_batch_size {sft.data.train_batch_size}"
+    cfg = result.backend_config
+    trainer = cfg.trainer
+    return (
+        f"{cfg.algorithm.adv_estimator}, "
+        f"{trainer.nnodes}x{trainer.n_gpus_per_node} {trainer.device or 'auto'}, "
+        f"train_batch_size {cfg.data.train_batch_size} x n {cfg.actor_rollout_ref.rollout.n}"
+    )
+
+
 def not_honoured_summary(changed: list[str], at_verl_default: list[str]) -> str:
     """One line: the no-effect keys set to something other than verl's default, by name, and
-    how many more were set to verl's own default (a copied verl config sets ~100: no news)."""
+    how many more were set to verl's own default or to what kuberl does anyway (a copied verl
+    config sets ~100: no news)."""
     if not changed and not at_verl_default:
         return ""
     text = (
@@ -67,7 +76,7 @@ def not_honoured_summary(changed: list[str], at_verl_default: list[str]) -> str:
     if changed:
         text += ": " + ", ".join(changed)
     if at_verl_default:
-        text += f"; {len(at_verl_default)} more set to verl's default, not listed"
+        text += f"; {len(at_verl_default)} more set to verl's default (nothing lost), not listed"
     return text
 
 

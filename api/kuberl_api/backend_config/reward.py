@@ -18,6 +18,28 @@ class RewardModelModelConfig(ConfigModel):
     fsdp_config: FSDPConfig = Field(default_factory=lambda: FSDPConfig(forward_only=True))
 
 
+class OverlongBufferConfig(ConfigModel):
+    """DAPO's soft overlong punishment, read by the dapo reward manager (verl 0.9.1's
+    ``reward_kwargs.overlong_buffer_cfg``): responses longer than max_resp_len − len lose up to
+    penalty_factor, linearly."""
+
+    enable: bool = False
+    len: int = Field(0, ge=0, description="Tokens before max_resp_len where the penalty starts.")
+    penalty_factor: float = Field(1.0, ge=0, description="The penalty at max_resp_len tokens.")
+    log: bool = Field(False, description="Record overlong_reward and overlong per response.")
+
+
+class RewardKwargsConfig(ConfigModel):
+    """Keyword arguments of the reward manager, as verl's DAPO recipe writes them."""
+
+    overlong_buffer_cfg: OverlongBufferConfig = Field(default_factory=OverlongBufferConfig)
+    max_resp_len: int | None = Field(
+        None,
+        gt=0,
+        description="Needed with the buffer on; verl's recipe: data.max_response_length.",
+    )
+
+
 class RewardModelConfig(VerlRewardModelKeys):
     enable: bool = False
     strategy: Strategy = "fsdp"
@@ -30,6 +52,7 @@ class RewardModelConfig(VerlRewardModelKeys):
     use_dynamic_bsz: bool = False
     forward_max_token_len_per_gpu: int | None = Field(None, gt=0)
     reward_manager: str = Field("naive", description="naive, batch, dapo or prime.")
+    reward_kwargs: RewardKwargsConfig = Field(default_factory=RewardKwargsConfig)
     launch_reward_fn_async: bool = False
 
 

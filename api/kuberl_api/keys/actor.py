@@ -30,7 +30,7 @@ ENGINE_KEYS = [
 ]
 
 ACTOR_KEYS = [
-    no_effect(A + "strategy", FSDP2_ONLY),
+    no_effect(A + "strategy", FSDP2_ONLY, as_default=("fsdp", "fsdp2")),
     honoured(A + "ppo_micro_batch_size", DEPRECATED),
     *[honoured(A + k, ACTOR_ENGINE) for k in ENGINE_KEYS],
     no_effect(A + "shuffle", "verl's FSDP actor ignores it too (new engine only)"),
@@ -51,7 +51,7 @@ ACTOR_KEYS = [
 ]
 
 REF_KEYS = [
-    no_effect(R + "strategy", FSDP2_ONLY),
+    no_effect(R + "strategy", FSDP2_ONLY, as_default=("fsdp", "fsdp2")),
     *frozen_fsdp_keys(R, sharded=True),
     honoured(R + "log_prob_micro_batch_size", DEPRECATED),
     honoured(R + "log_prob_micro_batch_size_per_gpu", LOOP),

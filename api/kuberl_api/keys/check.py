@@ -43,8 +43,9 @@ def check_key_fates(resolved: dict[str, Any], written: dict[str, Any]) -> KeyRep
     defaults = verl_defaults()
     set_keys, report.not_honoured = report.not_honoured, []
     for key in set_keys:
-        default = defaults.values.get(key, _ABSENT)
-        at_default = _matches(_lookup(written, key), default)
+        default, value = defaults.values.get(key, _ABSENT), _lookup(written, key)
+        alike = REGISTRY[key].as_default
+        at_default = _matches(value, default) or _is_allowed(value, alike)
         (report.at_verl_default if at_default else report.not_honoured).append(key)
     targets = _targets(written)
     if targets:

@@ -32,7 +32,11 @@ MODEL_KEYS = [
 
 KEYS = [
     honoured(C + "enable", COMPONENTS),
-    no_effect(C + "strategy", "kuberl runs FSDP2 for both fsdp and fsdp2"),
+    no_effect(
+        C + "strategy",
+        "kuberl runs FSDP2 for both fsdp and fsdp2",
+        as_default=("fsdp", "fsdp2"),
+    ),
     *optim_keys(C),
     *[honoured(C + "model." + k, COMPONENTS) for k in MODEL_KEYS],
     no_effect(C + "model.tokenizer_path", "the critic reads the prompts the actor tokenised"),

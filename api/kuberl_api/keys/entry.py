@@ -48,6 +48,9 @@ class KeyEntry:
     """Honoured: when non-empty, the only values honoured (list values: every item)."""
     same_as: str = ""
     """Refused: a key whose value is also accepted here (verl's ``${that.key}`` default)."""
+    as_default: tuple[Any, ...] = ()
+    """No effect: values that ask for nothing kuberl does not do anyway (``strategy: fsdp2``);
+    like verl's default they are counted, not listed as not honoured."""
 
     @property
     def has_schema_default(self) -> bool:
@@ -67,6 +70,6 @@ def refused(
     return KeyEntry(key, Fate.REFUSED, fix=fix, allowed=allowed, same_as=same_as)
 
 
-def no_effect(key: str, reason: str) -> KeyEntry:
+def no_effect(key: str, reason: str, *, as_default: tuple[Any, ...] = ()) -> KeyEntry:
     assert reason, f"{key}: a no-effect key says why"
-    return KeyEntry(key, Fate.NO_EFFECT, reason=reason)
+    return KeyEntry(key, Fate.NO_EFFECT, reason=reason, as_default=as_default)

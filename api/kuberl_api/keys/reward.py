@@ -2,14 +2,18 @@
 
 from kuberl_api.keys.entry import honoured, no_effect, refused
 from kuberl_api.keys.fsdp import frozen_fsdp_keys
-from kuberl_api.keys.where import COMPONENTS, DEPRECATED, REWARD_MODEL
+from kuberl_api.keys.where import COMPONENTS, DAPO, DEPRECATED, REWARD_MANAGER, REWARD_MODEL
 
 R = "reward_model."
 NO_RM_BATCHING = "the reward model scores micro batches of micro_batch_size_per_gpu; remove it"
 
 KEYS = [
     honoured(R + "enable", COMPONENTS),
-    no_effect(R + "strategy", "kuberl runs FSDP2 for both fsdp and fsdp2"),
+    no_effect(
+        R + "strategy",
+        "kuberl runs FSDP2 for both fsdp and fsdp2",
+        as_default=("fsdp", "fsdp2"),
+    ),
     honoured(R + "model.path", COMPONENTS),
     honoured(R + "model.input_tokenizer", REWARD_MODEL),
     refused(R + "model.external_lib", "custom reward model classes are not supported; remove it"),
@@ -23,12 +27,22 @@ KEYS = [
     refused(R + "forward_max_token_len_per_gpu", NO_RM_BATCHING),
     honoured(
         R + "reward_manager",
-        COMPONENTS,
-        accepts=(None, "naive", "batch"),
-        fix="kuberl implements the naive and batch reward managers; use one of them",
+        REWARD_MANAGER,
+        accepts=(None, "naive", "batch", "dapo"),
+        fix="kuberl implements the naive, batch and dapo reward managers; use one of them",
     ),
+    *[
+        honoured(R + "reward_kwargs." + key, DAPO)
+        for key in (
+            "overlong_buffer_cfg.enable",
+            "overlong_buffer_cfg.len",
+            "overlong_buffer_cfg.penalty_factor",
+            "overlong_buffer_cfg.log",
+            "max_resp_len",
+        )
+    ],
     no_effect(R + "launch_reward_fn_async", "rewards are scored in step; the result is the same"),
-    honoured("custom_reward_function.path", COMPONENTS),
-    honoured("custom_reward_function.name", COMPONENTS),
-    honoured("custom_reward_function.reward_kwargs", COMPONENTS),
+    honoured("custom_reward_function.path", REWARD_MANAGER),
+    honoured("custom_reward_function.name", REWARD_MANAGER),
+    honoured("custom_reward_function.reward_kwargs", REWARD_MANAGER),
 ]

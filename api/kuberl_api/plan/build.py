@@ -28,6 +28,7 @@ from kuberl_api.plan.sections import (
     KLControlPlan,
     ModelPlan,
     OptimPlan,
+    OverlongBufferPlan,
     PathsPlan,
     PlacementPlan,
     PolicyLossPlan,
@@ -320,12 +321,20 @@ def _reward_model(cfg: BackendConfig) -> RewardModelPlan:
 
 
 def _reward_function(cfg: BackendConfig) -> RewardFunctionPlan:
-    fn = cfg.custom_reward_function
+    fn, kwargs = cfg.custom_reward_function, cfg.reward_model.reward_kwargs
+    buffer = kwargs.overlong_buffer_cfg
     return RewardFunctionPlan(
         path=fn.path or "",
         name=fn.name,
         reward_kwargs=dict(fn.reward_kwargs),
         reward_manager=cfg.reward_model.reward_manager or "naive",
+        overlong_buffer=OverlongBufferPlan(
+            enable=buffer.enable,
+            len=buffer.len,
+            penalty_factor=float(buffer.penalty_factor),
+            log=buffer.log,
+        ),
+        max_resp_len=kwargs.max_resp_len or 0,
     )
 
 

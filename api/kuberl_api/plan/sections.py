@@ -247,12 +247,26 @@ class RewardModelPlan(Frozen):
     fsdp_config: FSDPPlan
 
 
+class OverlongBufferPlan(Frozen):
+    """reward_model.reward_kwargs.overlong_buffer_cfg (the dapo manager's penalty)."""
+
+    enable: bool
+    len: int
+    penalty_factor: float
+    log: bool
+
+
 class RewardFunctionPlan(Frozen):
     path: str
     """Empty: the built-in scorers chosen by data source."""
     name: str
     reward_kwargs: dict[str, Any]
-    reward_manager: str
+    """custom_reward_function.reward_kwargs: the scoring function's own arguments."""
+    reward_manager: Literal["naive", "batch", "dapo"]
+    overlong_buffer: OverlongBufferPlan
+    """Off unless reward_manager is dapo (validation refuses it on with another manager)."""
+    max_resp_len: int
+    """reward_model.reward_kwargs.max_resp_len; 0 when not written (the buffer is off then)."""
 
 
 class KLControlPlan(Frozen):

@@ -40,6 +40,7 @@ SWITCHES: list[tuple[str, str, tuple[Any, ...], str]] = [
     ("reward", "reward_model.enable", (False, None), "use reward_model.* (kuberl's reward keys)"),
     ("reward", "custom_reward_function.path", (None,), "use custom_reward_function.path"),
     ("reward", "reward_manager.name", ("naive", None), "use reward_model.reward_manager"),
+    ("reward", "reward_kwargs", ({}, None), "use reward_model.reward_kwargs"),
     ("distillation", "enabled", (False, None), "on-policy distillation: " + _NOT_YET),
     ("transfer_queue", "enable", (False, None), "the transfer queue: " + _NOT_YET),
     ("skip", "rollout.enable", (False, None), "replaying dumped rollouts: " + _NOT_YET),

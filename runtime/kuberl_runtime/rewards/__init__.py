@@ -14,6 +14,7 @@ from kuberl_runtime.rewards.manager import (
     RewardOutput,
     build_reward_manager,
     decode_responses,
+    reward_manager_for,
 )
 from kuberl_runtime.rewards.registry import (
     default_compute_score,
@@ -33,4 +34,5 @@ __all__ = [
     "known_data_sources",
     "load_custom_reward_function",
     "register_scorer",
+    "reward_manager_for",
 ]

@@ -10,13 +10,13 @@ info: a scorer returning a number is recorded as `acc`; with `log`, `overlong_re
 
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import torch
-
 from kuberl_runtime.rewards.errors import RewardError
-from kuberl_runtime.rewards.manager import RewardOutput
+from kuberl_runtime.rewards.output import RewardOutput
 
 
 @dataclass(frozen=True)
@@ -48,13 +48,31 @@ class OverlongBuffer:
             )
 
 
+@dataclass(frozen=True)
+class Dapo:
+    """The dapo manager's settings (`reward_model.reward_kwargs`)."""
+
+    buffer: OverlongBuffer
+    max_resp_len: int | None
+
+
 def overlong_reward(response_length: int, max_resp_len: int, buffer: OverlongBuffer) -> float:
     """In float32, as verl: its response length is an int64 tensor, so the division yields
     float32 and penalty_factor is rounded to float32 before the product (a factor below float32's
     range, or a product that underflows, gives −0.0: no penalty, `overlong` False)."""
-    exceed = torch.tensor(response_length - (max_resp_len - buffer.len))
-    penalty = float(-exceed / buffer.len * buffer.penalty_factor)
+    exceed = response_length - (max_resp_len - buffer.len)
+    penalty = _f32(_f32(_f32(-exceed) / _f32(buffer.len)) * _f32(buffer.penalty_factor))
     return min(penalty, 0.0)
+
+
+def _f32(x: float) -> float:
+    """`x` rounded to the nearest float32 (±inf beyond its range). One float32 operation equals
+    the float64 one rounded so: float64 holds every product and quotient of two float32s well
+    enough (53 ≥ 2·24 + 2 bits)."""
+    try:
+        return struct.unpack("f", struct.pack("f", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
 
 
 def dapo_scores(

@@ -1,5 +1,7 @@
 """The reward manager: decoded responses + sample metadata → one score per response.
 
+verl 0.9.1's `naive` and `batch` managers (the scoring function called per response or once per
+batch) and `dapo` (naive plus DAPO's overlong penalty on the response length, `rewards/dapo.py`).
 Placing each score at the last valid response token is the trainer's job (see
 `placement.place_scores`); this module only decides the numbers.
 """
@@ -9,16 +11,18 @@ from __future__ import annotations
 import logging
 import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from kuberl_api.plan.sections import RewardFunctionPlan
+from kuberl_runtime.rewards.dapo import Dapo, OverlongBuffer, dapo_scores
 from kuberl_runtime.rewards.errors import RewardError
 from kuberl_runtime.rewards.function import (
     RewardFunction,
     default_reward_function,
     load_custom_reward_function,
 )
+from kuberl_runtime.rewards.output import RewardOutput
 
 logger = logging.getLogger(__name__)
 
@@ -31,19 +35,15 @@ class RewardSample(Protocol):
     extra_info: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class RewardOutput:
-    """Per-response scores and verl's `reward_extra_info` (each extra key: a value per response)."""
-
-    scores: list[float]
-    extra_info: dict[str, list[Any]] = field(default_factory=dict)
-
-
 class RewardManager:
-    """verl's `naive` manager (one call per response) or `batch` (one call per batch)."""
+    """verl's `naive` manager (one call per response) or `batch` (one call per batch), and with
+    `dapo` settings verl's `dapo` manager (naive plus the overlong penalty)."""
 
-    def __init__(self, reward_fn: RewardFunction | None = None) -> None:
+    def __init__(self, reward_fn: RewardFunction | None = None, dapo: Dapo | None = None) -> None:
         self.reward_fn = reward_fn or default_reward_function()
+        self.dapo = dapo
+        if dapo is not None:
+            dapo.buffer.check(dapo.max_resp_len)
 
     def score(
         self,
@@ -51,17 +51,29 @@ class RewardManager:
         data_sources: Sequence[str],
         ground_truths: Sequence[Any],
         extra_infos: Sequence[Mapping[str, Any] | None] | None = None,
+        response_lengths: Sequence[int] | None = None,
     ) -> RewardOutput:
+        """`response_lengths`: valid tokens per response (the dapo manager's penalty needs them)."""
         if extra_infos is None:
             extra_infos = [None] * len(solution_strs)
         lengths = {len(solution_strs), len(data_sources), len(ground_truths), len(extra_infos)}
         if len(lengths) != 1:
             raise ValueError(f"reward inputs differ in length: {sorted(lengths)}")
         results = self.reward_fn(data_sources, solution_strs, ground_truths, extra_infos)
-        return _collect(results, self.reward_fn.description)
+        output = _collect(results, self.reward_fn.description)
+        if self.dapo is None:
+            return output
+        assert response_lengths is not None, "the dapo reward manager needs response lengths"
+        numeric = [not isinstance(r, Mapping) for r in results]
+        return dapo_scores(
+            output, numeric, response_lengths, self.dapo.buffer, self.dapo.max_resp_len
+        )
 
     def score_samples(
-        self, samples: Sequence[RewardSample], solution_strs: Sequence[str]
+        self,
+        samples: Sequence[RewardSample],
+        solution_strs: Sequence[str],
+        response_lengths: Sequence[int] | None = None,
     ) -> RewardOutput:
         """Score responses to `samples` (already repeated `rollout.n` times, in the same order)."""
         return self.score(
@@ -69,6 +81,7 @@ class RewardManager:
             [s.data_source for s in samples],
             [s.ground_truth for s in samples],
             [s.extra_info for s in samples],
+            response_lengths,
         )
 
 
@@ -77,18 +90,36 @@ def build_reward_manager(
     custom_reward_name: str = "compute_score",
     reward_kwargs: Mapping[str, Any] | None = None,
     batch: bool | None = None,
+    dapo: Dapo | None = None,
 ) -> RewardManager:
     """From `custom_reward_function.{path,name,reward_kwargs}`; no path ⇒ built-in scorers."""
     if custom_reward_path is None:
         # Without a path, reward_kwargs configure the built-in scorers (only `lenient`).
-        return RewardManager(default_reward_function(reward_kwargs))
+        return RewardManager(default_reward_function(reward_kwargs), dapo)
     reward_fn = load_custom_reward_function(
         custom_reward_path, custom_reward_name, reward_kwargs, batch
     )
     logger.info(
         "using custom reward function %s (batch=%s)", reward_fn.description, reward_fn.batch
     )
-    return RewardManager(reward_fn)
+    return RewardManager(reward_fn, dapo)
+
+
+def reward_manager_for(plan: RewardFunctionPlan) -> RewardManager:
+    """The run's manager: `reward_model.reward_manager` with its reward_kwargs, and the
+    `custom_reward_function` it calls."""
+    dapo = None
+    if plan.reward_manager == "dapo":
+        b = plan.overlong_buffer
+        buffer = OverlongBuffer(b.enable, b.len, b.penalty_factor, b.log)
+        dapo = Dapo(buffer, plan.max_resp_len or None)
+    return build_reward_manager(
+        plan.path or None,
+        plan.name,
+        plan.reward_kwargs,
+        batch=True if plan.reward_manager == "batch" else None,
+        dapo=dapo,
+    )
 
 
 def decode_responses(tokenizer: Any, response_ids: Sequence[Sequence[int]]) -> list[str]:

@@ -31,7 +31,7 @@ from kuberl_runtime.engine.model_builder import (
     build_value_model,
 )
 from kuberl_runtime.reward_model import RewardInputs, RewardModelScorer
-from kuberl_runtime.rewards import RewardManager, build_reward_manager
+from kuberl_runtime.rewards import RewardManager, reward_manager_for
 from kuberl_runtime.rollout.hf import HFRollout
 from kuberl_runtime.rollout.vllm import VLLMRollout, build_vllm_rollout, vllm_available
 
@@ -108,12 +108,7 @@ def build_components(run: RunConfig, device: Device, ranks: RankInfo) -> Compone
         actor=_build_actor(plan, device, ranks, total),
         critic=_build_critic(plan, device, ranks, total) if plan.critic.enable else None,
         rollout=_build_rollout(plan, tokenizer, device.torch_device(ranks.local_rank), ranks),
-        reward_manager=build_reward_manager(
-            plan.reward_function.path or None,
-            plan.reward_function.name,
-            plan.reward_function.reward_kwargs,
-            batch=True if plan.reward_function.reward_manager == "batch" else None,
-        ),
+        reward_manager=reward_manager_for(plan.reward_function),
         reward_model=(
             _build_reward_model(plan, tokenizer, device, ranks)
             if plan.reward_model.enable

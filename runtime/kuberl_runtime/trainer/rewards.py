@@ -32,5 +32,5 @@ def score_batch(
     if model_scores is not None:
         return place_scores(list(model_scores), lengths, batch.response_length), {}
     texts = decode_responses(tokenizer, valid_response_ids(batch))
-    output = reward_manager.score_samples(batch.objects["sample"], texts)
+    output = reward_manager.score_samples(batch.objects["sample"], texts, lengths)
     return place_scores(output.scores, lengths, batch.response_length), output.extra_info

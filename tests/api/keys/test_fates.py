@@ -23,7 +23,9 @@ ROOT = Path(__file__).resolve().parents[3]
 BASE = yaml.safe_load((ROOT / "examples/demo.yaml").read_text())
 REFUSED = [e for e in REGISTRY.values() if e.fate is Fate.REFUSED]
 NO_EFFECT = [e for e in REGISTRY.values() if e.fate is Fate.NO_EFFECT]
-NO_EFFECT_WITH_DEFAULT = [e for e in NO_EFFECT if verl_defaults().values.get(e.key) is not None]
+NO_EFFECT_WITH_DEFAULT = [
+    e for e in NO_EFFECT if verl_defaults().values.get(e.key) is not None and not e.as_default
+]
 
 
 def _annotation(key: str) -> Any:
@@ -117,7 +119,7 @@ def test_ulysses_sequence_parallel_size_message():
 @pytest.mark.parametrize(
     ("key", "value", "fix"),
     [
-        ("reward_model.reward_manager", "prime", "naive and batch"),
+        ("reward_model.reward_manager", "prime", "naive, batch and dapo"),
         ("trainer.logger", ["console", "clearml"], "remove the others"),
     ],
 )
@@ -173,6 +175,13 @@ def test_hydra_class_names_are_listed_only_when_they_are_not_verls(target, liste
     assert (HYDRA_TARGETS in result.at_verl_default) is not listed
 
 
+@pytest.mark.parametrize("value", ["fsdp", "fsdp2"])
+def test_a_strategy_kuberl_runs_anyway_is_counted_not_listed(value):
+    result = _validate(_with("critic.strategy", value))
+    assert "critic.strategy" not in result.not_honoured
+    assert "critic.strategy" in result.at_verl_default
+
+
 def test_validate_ends_with_a_summary_of_keys_set_but_not_honoured(tmp_path, capsys):
     tree = _with("actor_rollout_ref.actor.use_torch_compile", False)
     tree["data"]["dataloader_num_workers"] = 8  # verl's default: counted, not named
@@ -180,11 +189,11 @@ def test_validate_ends_with_a_summary_of_keys_set_but_not_honoured(tmp_path, cap
     path.write_text(yaml.safe_dump(tree))
     assert main(["validate", str(path)]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    # demo.yaml's own actor.strategy fsdp2 is not verl's default either.
+    # demo.yaml's own actor.strategy fsdp2 is counted too: kuberl runs FSDP2 anyway.
     assert last.endswith(
-        ": 2 key(s) set but not honoured (accepted, no effect in kuberl; see `kuberl keys`): "
-        "actor_rollout_ref.actor.strategy, actor_rollout_ref.actor.use_torch_compile; "
-        "1 more set to verl's default, not listed"
+        ": 1 key(s) set but not honoured (accepted, no effect in kuberl; see `kuberl keys`): "
+        "actor_rollout_ref.actor.use_torch_compile; "
+        "2 more set to verl's default (nothing lost), not listed"
     ), last
 
 
