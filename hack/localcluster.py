@@ -325,15 +325,18 @@ def _cmd_up(args: argparse.Namespace) -> int:
 
 
 def start_real_node(state: ClusterState, timeout: float = 300.0) -> realnode.RealNode:
-    """Build (or find cached) the images, then start the real node beside this cluster."""
+    """Build (or find cached) the images, then start the real node beside this cluster. A node
+    that already runs gets the images of today's sources (what the host's operator runs)."""
+    images = build_images()
     existing = realnode.load_real_node(Path(state.dir))
     if existing and all(is_running(p) for p in existing.processes):
+        realnode.import_images(Path(state.dir), existing, images)
         return existing
     return realnode.start_real_node(
         Path(state.dir),
         Path(state.kubeconfig),
         Path(state.binaries["kubectl"]),
-        build_images(),
+        images,
         timeout=timeout,
     )
 

@@ -8,6 +8,7 @@ the taint `kuberl.io/real-node=true:NoSchedule`. Needs root, overlayfs and cgrou
 from realnode.node import (
     REAL_NODE_LABEL,
     RealNode,
+    import_images,
     leftovers,
     load_real_node,
     start_real_node,
@@ -18,6 +19,7 @@ from realnode.node import (
 __all__ = [
     "REAL_NODE_LABEL",
     "RealNode",
+    "import_images",
     "leftovers",
     "load_real_node",
     "start_real_node",

@@ -120,8 +120,7 @@ def start_real_node(
         )  # fmt: skip
         node.processes.append(dns)
         _save(state_dir, node)
-        for name, tarball in images.items():
-            _import_image(node, name, tarball)
+        import_images(state_dir, node, images)
         kubelet = start_process(
             "kubelet", _kubelet_argv(work, kubeconfig, node.address), logs / "kubelet.log"
         )
@@ -269,6 +268,14 @@ def containerd_root() -> Path:
     """The image store, kept in the cache between nodes (one node at a time uses it: containerd
     locks its metadata database, so a second node fails to start instead of sharing it)."""
     return cache_root() / "realnode" / "containerd"
+
+
+def import_images(state_dir: Path, node: RealNode, images: dict[str, Path]) -> None:
+    """Import each tarball (name -> docker-archive) the store does not hold yet, also into a
+    running node: pods started afterwards run the new image (imagePullPolicy: Never)."""
+    for name, tarball in images.items():
+        _import_image(node, name, tarball)
+    _save(state_dir, node)
 
 
 def _import_image(node: RealNode, name: str, tarball: Path) -> None:

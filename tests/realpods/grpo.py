@@ -20,6 +20,9 @@ from realnode.jobs import on_real_node
 from support.e2e_jobs import DIGIT_REWARD, REPO, demo_job
 from support.rljobs import wait_for
 
+GATED_REWARD = Path(__file__).with_name("gated_reward.py")
+TRACKER = "latest_checkpointed_iteration.txt"  # kuberl_runtime.checkpoint.manager
+
 
 def real_job(
     name: str, af: Path, inputs: Path, claims: tuple[str, str], api_port: int, steps: int,
@@ -29,8 +32,19 @@ def real_job(
     job = demo_job(name, af, inputs / "model", steps, save_freq)
     config = job["spec"]["backend_config"]
     config["data"]["train_files"] = str(inputs / "train.parquet")
-    config["custom_reward_function"] = {"path": str(inputs / "digit_reward.py")}
+    config["custom_reward_function"] = {"path": str(inputs / GATED_REWARD.name)}
     return on_real_node(job, api_port, claims[0], claims[1], str(inputs))
+
+
+def hold_after_checkpoint(inputs: Path, af: Path) -> None:
+    """From its first checkpoint on, the run writing to `af` waits in its reward function."""
+    hold = inputs / "hold"
+    hold.write_text(str(af / "checkpoints" / TRACKER) + "\n")
+    hold.chmod(0o644)
+
+
+def release(inputs: Path) -> None:
+    (inputs / "hold").unlink(missing_ok=True)
 
 
 def stage_inputs(inputs: Path, model: Path) -> None:
@@ -38,6 +52,7 @@ def stage_inputs(inputs: Path, model: Path) -> None:
     shutil.copytree(model, inputs / "model")
     shutil.copy(REPO / "examples" / "data" / "arith" / "train.parquet", inputs / "train.parquet")
     shutil.copy(DIGIT_REWARD, inputs / "digit_reward.py")
+    shutil.copy(GATED_REWARD, inputs / GATED_REWARD.name)
     for path in (inputs, *inputs.rglob("*")):
         path.chmod(0o755 if path.is_dir() else 0o644)
 

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 import pytest
 from realnode.jobs import RUNTIME_UID, host_volume
 
-from realpods.grpo import operator, real_job, stage_inputs
+from realpods.grpo import hold_after_checkpoint, operator, real_job, release, stage_inputs
 from support.e2e_jobs import read_metrics
 from support.rljobs import Jobs, wait_for
 
@@ -141,8 +141,13 @@ def straight(env, kubectl) -> dict[str, Any]:
     claims = (f"{env['ns']}-straight", f"{env['ns']}-inputs")
     job = real_job("straight", af, env["inputs"], claims, env["api_port"], STEPS, SAVE_FREQ)
     job["spec"]["runPolicy"]["cleanupPolicy"] = "KeepAll"  # the head's logs are read afterwards
-    env["jobs"].apply(job)
-    rank = wait_for_rank(env, kubectl, "straight")
+    # Held after its first checkpoint until a rank was seen: a rank lives for seconds only.
+    hold_after_checkpoint(env["inputs"], af)
+    try:
+        env["jobs"].apply(job)
+        rank = wait_for_rank(env, kubectl, "straight")
+    finally:
+        release(env["inputs"])
     status = wait_phase(env, "straight", "Succeeded")
     [head] = pods(kubectl, env["ns"], "ray.io/cluster=straight-a1,ray.io/node-type=head")
     head_log = kubectl("logs", "-n", env["ns"], head["metadata"]["name"])
@@ -197,27 +202,33 @@ def test_worker_pod_lost_mid_run_resumes_from_checkpoint_to_the_same_weights(
 ):
     af = run_dir(env, kubectl, "bumpy")
     claims = (f"{env['ns']}-bumpy", f"{env['ns']}-inputs")
-    env["jobs"].apply(
-        real_job("bumpy", af, env["inputs"], claims, env["api_port"], STEPS, SAVE_FREQ)
-    )
+    # The run waits in its reward function once checkpoint SAVE_FREQ is written: the worker pod
+    # is lost mid-run on any machine, never after the run already finished.
+    hold_after_checkpoint(env["inputs"], af)
+    try:
+        env["jobs"].apply(
+            real_job("bumpy", af, env["inputs"], claims, env["api_port"], STEPS, SAVE_FREQ)
+        )
 
-    def checkpointed() -> int | None:
-        status = env["jobs"].status("bumpy")
-        assert status.get("phase") not in ("Failed", "Succeeded"), json.dumps(status)[-3000:]
-        step = (status.get("checkpoint") or {}).get("latestStep") or 0
-        return step if step >= SAVE_FREQ else None
+        def checkpointed() -> int | None:
+            status = env["jobs"].status("bumpy")
+            assert status.get("phase") not in ("Failed", "Succeeded"), json.dumps(status)[-3000:]
+            return (status.get("checkpoint") or {}).get("latestStep")
 
-    step = wait_for(f"a checkpoint at step {SAVE_FREQ}", checkpointed, RUN_TIMEOUT, interval=1)
-    assert step < STEPS, "the run finished before the worker pod could be lost"
-    # A real Ray node loss: the worker pod, and the ranks in it, are gone.
-    workers = "ray.io/cluster=bumpy-a1,ray.io/node-type=worker"
-    kubectl("delete", "pod", "-n", env["ns"], "-l", workers, "--grace-period=0", "--force")
+        step = wait_for("the first checkpoint", checkpointed, RUN_TIMEOUT, interval=1)
+        assert step == SAVE_FREQ
+        # A real Ray node loss: the worker pod, and the ranks in it, are gone.
+        workers = "ray.io/cluster=bumpy-a1,ray.io/node-type=worker"
+        kubectl("delete", "pod", "-n", env["ns"], "-l", workers, "--grace-period=0", "--force")
+    finally:
+        release(env["inputs"])
     status = wait_phase(env, "bumpy", "Succeeded")
 
     first, second = status["attempts"]
     assert first["result"] == "Failed" and second["result"] == "Succeeded"
+    assert first["lastStep"] == SAVE_FREQ
     assert second["rayCluster"] == "bumpy-a2"
-    assert second["resumedFromStep"] >= SAVE_FREQ
+    assert second["resumedFromStep"] == SAVE_FREQ
     assert status["progress"]["globalStep"] == STEPS
     assert sorted(p.name for p in (af / "logs").glob("attempt-*")) == ["attempt-1", "attempt-2"]
     import torch
