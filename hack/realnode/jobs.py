@@ -52,6 +52,29 @@ def on_real_node(
     return job
 
 
+def real_pod_job(
+    job: dict[str, Any], api_port: int, inputs_dir: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """`job` in real pods, and the PersistentVolumes + claims to apply first: af_output_dir
+    (owned by RUNTIME_UID, the caller's to chown) and `inputs_dir`, read-only, which must hold
+    the model and the data files (a ValueError names a path outside it)."""
+    spec, namespace = job["spec"], job["metadata"]["namespace"]
+    config = spec["backend_config"]
+    for key, path in (
+        ("actor_rollout_ref.model.path", config["actor_rollout_ref"]["model"]["path"]),
+        ("data.train_files", config["data"]["train_files"]),
+        ("data.val_files", config["data"].get("val_files")),
+    ):
+        for item in [path] if isinstance(path, str) else path or []:
+            if not (item == inputs_dir or item.startswith(inputs_dir.rstrip("/") + "/")):
+                raise ValueError(f"backend_config.{key} {item!r} lies outside {inputs_dir}")
+    name = job["metadata"]["name"]
+    output, inputs = f"{name}-output", f"{name}-inputs"
+    volumes = host_volume(output, namespace, spec["af_output_dir"])
+    volumes += host_volume(inputs, namespace, inputs_dir)
+    return on_real_node(job, api_port, output, inputs, inputs_dir), volumes
+
+
 def host_volume(name: str, namespace: str, path: str) -> list[dict[str, Any]]:
     """A PersistentVolume on a host directory and the claim `name` in `namespace` bound to it
     (labelled `kuberl.test/namespace`, so one selector deletes every such volume)."""

@@ -37,6 +37,10 @@ FORWARDED_ENV_PREFIXES = (
     *ACCELERATOR_ENV_PREFIXES,
 )
 FORWARDED_ENV_NAMES = ("OMP_NUM_THREADS", "TOKENIZERS_PARALLELISM")
+# Settings of the driver's own pod, never forwarded: each rank keeps its pod's value. With
+# hostNetwork every pod group has its own metrics port (and node IP); the head's would make a rank
+# on a worker bind a port its pod never declared.
+POD_OWN_ENV_NAMES = ("KUBERL_METRICS_PORT", "KUBERL_NODE_IP")
 
 
 class RankFailed(RuntimeError):
@@ -99,7 +103,8 @@ def forwarded_env(environ: Mapping[str, str], device: Device) -> dict[str, str]:
     env = {
         key: value
         for key, value in environ.items()
-        if key.startswith(FORWARDED_ENV_PREFIXES) or key in FORWARDED_ENV_NAMES
+        if (key.startswith(FORWARDED_ENV_PREFIXES) or key in FORWARDED_ENV_NAMES)
+        and key not in POD_OWN_ENV_NAMES
     }
     if device.alloc_conf_env and device.alloc_conf_env in environ:
         env[device.alloc_conf_env] = environ[device.alloc_conf_env]
