@@ -32,6 +32,17 @@ class EngineKwargs(ConfigModel):
     )
 
 
+class JobDependency(PlatformModel):
+    """Another RLTrainingJob of the same namespace that must succeed first."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
+        description="Name of the RLTrainingJob to wait for.",
+    )
+
+
 class RLTrainingJobSpec(PlatformModel):
     model_config = ConfigDict(
         json_schema_extra={
@@ -71,6 +82,13 @@ class RLTrainingJobSpec(PlatformModel):
     storage: StorageSpec = Field(default_factory=StorageSpec)
     run_policy: RunPolicy = Field(default_factory=RunPolicy)
     scheduling: SchedulingSpec = Field(default_factory=SchedulingSpec)
+    depends_on: list[JobDependency] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Jobs (same namespace) that must succeed before this one starts, e.g. the "
+        "SFT job whose af_output_dir/huggingface this job's model.path reads. Until then the job "
+        "stays Pending (condition WaitingForDependency); it fails if one of them fails.",
+    )
     network: Literal["pod", "hostNetwork"] = Field(
         "pod",
         description="pod: Ray pods on the pod network (default). hostNetwork: Ray pods share "

@@ -17,6 +17,7 @@ from kuberl_api.validation import SpecInvalid, parse_document, validate_document
 from kuberl_operator import conditions as cond
 from kuberl_operator.attempts import AttemptDriver, RayClientFactory
 from kuberl_operator.builders import accelerator_summary
+from kuberl_operator.chaining import dependencies_allow_start
 from kuberl_operator.config import OperatorConfig
 from kuberl_operator.kube import Kube
 from kuberl_operator.metrics import CONTROLLER, Metrics
@@ -143,6 +144,10 @@ class Reconciler:
             state.status.start_time = state.timestamp()
         if attempt is None:
             if state.spec is None or not self._retry_due(state):
+                return
+            if not dependencies_allow_start(self.kube, state):  # spec.dependsOn (chaining.py)
+                if state.terminal:
+                    self._finished(state)
                 return
             attempt = self.attempts.start(state)
         self.attempts.drive(state, attempt)

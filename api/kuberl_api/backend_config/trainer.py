@@ -21,7 +21,8 @@ class TrainerConfig(VerlTrainerKeys):
     experiment_name: str = "gsm8k"
     logger: LoggerName | list[LoggerName] = Field(
         default_factory=lambda: ["console"],
-        description="Trackers; console, a JSONL file and TensorBoard are always written.",
+        description="Trackers: console, tensorboard, file (logs/metrics.jsonl, always written), "
+        "wandb, mlflow, swanlab (refused before the run when not installed).",
     )
     log_val_generations: int = Field(0, ge=0)
     rollout_data_dir: str | None = None
