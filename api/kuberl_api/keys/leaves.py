@@ -32,7 +32,8 @@ def _walk(model: type[BaseModel], prefix: str) -> typing.Iterator[tuple[str, Any
         if sub is not None:
             yield from _walk(sub, key + ".")
         else:
-            default = field.get_default(call_default_factory=True)
+            # A required key (model.path, data.train_files) has no default: None, as computed ones.
+            default = None if field.is_required() else field.get_default(call_default_factory=True)
             yield key, default
 
 

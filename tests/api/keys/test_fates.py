@@ -212,6 +212,15 @@ def test_keys_command_prints_the_registry_as_json(capsys):
     ]
 
 
+def test_keys_command_prints_every_key_as_json(capsys):
+    """Required keys (model.path) have no default: listed as null, not a crash."""
+    assert main(["keys", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == len(REGISTRY)
+    path = next(r for r in rows if r["key"] == "actor_rollout_ref.model.path")
+    assert path["default"] is None and path["fate"] == "honoured"
+
+
 def test_keys_command_with_an_unknown_prefix_fails(capsys):
     assert main(["keys", "no_such_section"]) == 1
 
