@@ -125,7 +125,7 @@ def _run_phases(spec: DryRunInput, model_spec: ModelSpec, mesh: DeviceMesh) -> D
 
     def update() -> None:
         model.train()
-        actor.backward_micro(update_batch, _global_batch(spec), on_policy=True)
+        actor.backward_micro(update_batch, _global_batch(spec))
         clip_and_step_unchecked(model, actor.optimizer, 1.0, grad_norm(model))
 
     # The update first: from then on the optimizer state is resident, as in every later step.
@@ -317,5 +317,6 @@ def _batch(spec: DryRunInput, rows: int, with_targets: bool = False) -> Batch:
     if with_targets:
         shape = (rows, spec.response_length)
         tensors["advantages"] = torch.zeros(shape)
+        tensors["old_log_probs"] = torch.zeros(shape)
         tensors["ref_log_prob"] = torch.zeros(shape)
     return Batch(tensors)

@@ -100,9 +100,8 @@ class Actor:
     def update_policy(self, batch: Batch) -> dict[str, list[float]]:
         cfg = self.cfg
         metrics: dict[str, list[float]] = defaultdict(list)
+        # π_old is always the batch's old_log_probs (verl 0.9.1 has no on-policy shortcut).
         mini_batches = fixed_micro_batches(len(batch), cfg.mini_batch_rows_per_rank)
-        # verl's on-policy shortcut: one optimizer step per batch ⇒ π_old is π_θ itself.
-        on_policy = len(mini_batches) == 1 and cfg.ppo_epochs == 1
         batching = MicroBatching(
             cfg.ppo_micro_batch_size_per_gpu, cfg.use_dynamic_bsz, cfg.ppo_max_token_len_per_gpu
         )
@@ -119,7 +118,7 @@ class Actor:
                 summed: dict[str, float] = defaultdict(float)
                 for micro_rows in batching.split(mini):
                     micro = mini.select(micro_rows)
-                    micro_metrics = self.backward_micro(micro, global_batch, on_policy)
+                    micro_metrics = self.backward_micro(micro, global_batch)
                     for key, value in micro_metrics.items():
                         if key in SUMMED_METRICS:
                             summed[key] += float(value)
@@ -133,26 +132,23 @@ class Actor:
         self.lr_scheduler.step()
         return dict(metrics)
 
-    def backward_micro(
-        self, micro: Batch, global_batch: GlobalBatch, on_policy: bool
-    ) -> dict[str, torch.Tensor]:
+    def backward_micro(self, micro: Batch, global_batch: GlobalBatch) -> dict[str, torch.Tensor]:
         """Loss of one micro-batch in the mini-batch's global-batch form, backpropagated."""
-        loss, metrics = self._loss(micro.to(model_device(self.model)), global_batch, on_policy)
+        loss, metrics = self._loss(micro.to(model_device(self.model)), global_batch)
         loss.backward()
         return metrics
 
     def _loss(
-        self, micro: Batch, global_batch: GlobalBatch, on_policy: bool
+        self, micro: Batch, global_batch: GlobalBatch
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         cfg = self.cfg
         mask = micro["response_mask"]
         need_entropy = cfg.entropy_coeff != 0 or cfg.calculate_entropy
         out = self._forward(self.model, micro, need_entropy)
         assert out.log_probs is not None
-        old = out.log_probs.detach() if on_policy else micro["old_log_probs"]
         loss, metrics = compute_policy_loss(
             cfg.policy_loss.loss_mode,
-            old_log_prob=old,
+            old_log_prob=micro["old_log_probs"],
             log_prob=out.log_probs,
             advantages=micro["advantages"],
             response_mask=mask,
