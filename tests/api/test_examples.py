@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from kuberl_api.backend_config.sft import SFTConfig
 from kuberl_api.job import ModelArtsConfig, RLTrainingJobSpec
 from kuberl_api.validation import DocumentKind, load_documents, validate_document
 
@@ -24,9 +25,14 @@ def test_example_validates_without_problems(path):
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_example_round_trips(path):
+    models = {
+        DocumentKind.MANIFEST: RLTrainingJobSpec,
+        DocumentKind.MODELARTS: ModelArtsConfig,
+        DocumentKind.SFT: SFTConfig,
+    }
     for doc in load_documents(path):
-        model = RLTrainingJobSpec if doc.kind is DocumentKind.MANIFEST else ModelArtsConfig
-        if doc.kind in (DocumentKind.BACKEND_CONFIG, DocumentKind.ROLL):
+        model = models.get(doc.kind)
+        if model is None:  # a bare verl or ROLL tree: checked by validation above
             continue
         parsed = model.model_validate(doc.body)
         again = model.model_validate(parsed.model_dump(exclude_unset=True))
