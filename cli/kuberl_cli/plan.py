@@ -4,11 +4,16 @@ The runtime's own model build, FSDP2 sharding and passes run on fake tensors ove
 group of the job's world size (`kuberl_runtime.dryrun`); no weights, no accelerator. The model's
 dimensions come from `config.json` at the job's model path when readable here, else from
 `--model-config` (a config.json, a model directory, or a known shape such as Qwen2.5-7B).
-Exit status 1 when the job does not fit, with what to change.
+The accelerator is `--accelerator`, else the job's device: 910B for `npu`, H100 otherwise.
+Exit status 1 when the job does not fit, with what to change; 2 when the job is invalid.
 """
 
 import argparse
 import sys
+
+# The accelerator a job's device plans against when --accelerator is not given.
+DEFAULT_ACCELERATOR = {"npu": "910B"}
+FALLBACK_ACCELERATOR = "H100"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,28 +24,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--model-config",
         help="config.json, model directory, or a known shape (e.g. Qwen2.5-7B, Qwen2.5-32B)",
     )
-    parser.add_argument("--accelerator", default="H100", help="H100 (default), H200, A100 or 910B")
+    parser.add_argument(
+        "--accelerator",
+        help="H100, H200, A100 or 910B (default: 910B for a trainer.device npu job, else H100)",
+    )
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key"
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    from kuberl_api.validation import SpecInvalid
     from kuberl_runtime.config import load_run_config
     from kuberl_runtime.dryrun import check_fit, format_report, model_config, run_dry
     from kuberl_runtime.dryrun.from_plan import dry_run_input
     from kuberl_runtime.dryrun.shapes import ACCELERATORS
 
-    if args.accelerator not in ACCELERATORS:
+    if args.accelerator is not None and args.accelerator not in ACCELERATORS:
         known = ", ".join(sorted(ACCELERATORS))
         print(f"--accelerator {args.accelerator}: unknown; use one of {known}", file=sys.stderr)
         return 2
-    plan = load_run_config(args.job, args.set).plan
+    try:
+        plan = load_run_config(args.job, args.set).plan
+    except SpecInvalid as err:
+        for problem in err.problems:
+            print(f"{args.job}: error: {problem.render()}", file=sys.stderr)
+        return 2
+    accelerator = args.accelerator or DEFAULT_ACCELERATOR.get(
+        plan.placement.device, FALLBACK_ACCELERATOR
+    )
     try:
         config = model_config(args.model_config or plan.model.path)
     except FileNotFoundError as err:
         print(f"{args.job}: {err}", file=sys.stderr)
         return 2
-    report = run_dry(dry_run_input(plan, config, args.accelerator))
+    report = run_dry(dry_run_input(plan, config, accelerator))
     print(format_report(report))
     return 0 if check_fit(report).fits else 1

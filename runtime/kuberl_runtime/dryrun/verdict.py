@@ -50,14 +50,34 @@ def check_fit(report: DryRunReport) -> FitVerdict:
         problems.append(_training_advice(report, peak_phase.name, budget))
     rollout = static + spec.gpu_memory_utilization * capacity + OVERHEAD_GIB
     if rollout > capacity:
-        room = (capacity - static - OVERHEAD_GIB) / capacity
-        problems.append(
-            f"while generating, the trainer keeps {static:.1f} GiB per device and vLLM takes "
-            f"gpu_memory_utilization={spec.gpu_memory_utilization} of {capacity:.1f} GiB: lower "
-            f"actor_rollout_ref.rollout.gpu_memory_utilization to {max(room, 0):.2f} or less, "
+        problems.append(_rollout_advice(report, capacity))
+    return FitVerdict(not problems, capacity, train_peak, rollout, problems)
+
+
+# Below this share of the device, vLLM's KV cache is too small to be worth suggesting.
+MIN_USEFUL_UTILIZATION = 0.1
+
+
+def _rollout_advice(report: DryRunReport, capacity: float) -> str:
+    spec = report.input
+    static = report.static_bytes / GiB
+    text = (
+        f"while generating, the trainer keeps {static:.1f} GiB per device and vLLM takes "
+        f"gpu_memory_utilization={spec.gpu_memory_utilization} of {capacity:.1f} GiB: "
+    )
+    room = (capacity - static - OVERHEAD_GIB) / capacity
+    if room >= MIN_USEFUL_UTILIZATION:
+        return text + (
+            f"lower actor_rollout_ref.rollout.gpu_memory_utilization to {room:.2f} or less, "
             f"or use more devices (the static state is sharded over all {spec.world_size})"
         )
-    return FitVerdict(not problems, capacity, train_peak, rollout, problems)
+    beside = capacity * (1 - spec.gpu_memory_utilization) - OVERHEAD_GIB
+    needed = math.ceil(static * spec.world_size / beside) if beside > 0 else 2 * spec.world_size
+    return text + (
+        f"the trainer's state leaves vLLM no room: use at least "
+        f"{max(needed, spec.world_size + 1)} devices (the static state is sharded over all "
+        f"{spec.world_size})"
+    )
 
 
 def _training_advice(report: DryRunReport, phase: str, budget: float) -> str:
@@ -70,8 +90,9 @@ def _training_advice(report: DryRunReport, phase: str, budget: float) -> str:
     )
     if static >= budget or phase not in _KNOBS:
         return text + (
-            f"; the sharded model and optimizer alone take {static:.1f} GiB: use more devices "
-            f"(world {spec.world_size} → {spec.world_size * 2}) or an accelerator with more memory"
+            f"; the sharded model, optimizer and reference alone take "
+            f"{report.static_bytes / GiB:.1f} GiB per device: "
+            f"{_more_devices(report, peak, budget)} or an accelerator with more memory"
         )
     rows = _rows(spec, phase)
     per_row = (peak - static) / max(rows, 1)
@@ -88,6 +109,22 @@ def _training_advice(report: DryRunReport, phase: str, budget: float) -> str:
         f"{max(fitting, 1) * (spec.prompt_length + spec.response_length)} tokens per device"
     )
     return text + ": " + "; ".join(fixes)
+
+
+def _more_devices(report: DryRunReport, peak: float, budget: float) -> str:
+    """The world size at which the sharded state leaves room for this phase's own memory.
+
+    The sharded state (parameters, optimizer, reference) divides by the world; what the phase
+    adds on top (unsharded layers, activations) and the overhead do not.
+    """
+    world = report.input.world_size
+    static = report.static_bytes / GiB
+    transient = peak - OVERHEAD_GIB - static
+    room = budget - OVERHEAD_GIB - transient
+    if room <= 0:
+        return f"use more devices (world {world} → {world * 2})"
+    needed = max(world + 1, math.ceil(static * world / room))
+    return f"use at least {needed} devices (world {world} now)"
 
 
 def _rows(spec, phase: str) -> int:
