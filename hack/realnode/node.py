@@ -12,13 +12,12 @@ cgroups. `leftovers` lists anything that survived (a test asserts it is empty).
 
 from __future__ import annotations
 
-import contextlib
+import fcntl
 import hashlib
 import json
 import logging
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -30,12 +29,13 @@ from testcluster.binaries import cache_root, read_versions
 from testcluster.processes import is_running, start_process, stop_process
 from testcluster.state import ProcessRecord
 
-from realnode import config
+from realnode import config, host
 
 log = logging.getLogger("realnode")
 
 REAL_NODE_LABEL = "kuberl.io/real-node"
 STATE_FILE = "realnode.json"
+STORE_ENV = "KUBERL_REALNODE_STORE"
 CGROUP_FS = Path("/sys/fs/cgroup")
 CNI_BIN = Path("/usr/lib/cni")
 HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "ctr", "runc", "ip")
@@ -51,6 +51,8 @@ class RealNode:
     address: str
     # The node's cluster DNS (dns.py) on port 53 of a loopback address of its own.
     dns_address: str
+    # The containerd root holding the images (containerd_root() when the node started).
+    store: str = field(default_factory=lambda: str(containerd_root()))
     images: dict[str, str] = field(default_factory=dict)
     processes: list[ProcessRecord] = field(default_factory=list)
     seconds_to_ready: float | None = None
@@ -67,7 +69,7 @@ def unsupported_reason() -> str | None:
         return "the real node needs root (containerd, runc, overlay mounts, cgroups)"
     if "overlay" not in Path("/proc/filesystems").read_text():
         return "the kernel has no overlayfs (containerd's snapshotter needs it)"
-    if not _cgroup_hierarchies():
+    if not host.cgroup_hierarchies():
         return f"no cgroup hierarchy is mounted under {CGROUP_FS}"
     missing = [tool for tool in HOST_TOOLS if shutil.which(tool) is None]
     if not (CNI_BIN / "loopback").exists():
@@ -86,6 +88,7 @@ def start_real_node(
     wait until the node is Ready. Raises RuntimeError with the reason when it cannot."""
     if reason := unsupported_reason():
         raise RuntimeError(f"cannot start a real node: {reason}")
+    _refuse_if_store_in_use(containerd_root())  # before anything stop_real_node would undo
     started = time.monotonic()
     work = state_dir / "realnode"
     work.mkdir(parents=True, exist_ok=True)
@@ -101,7 +104,7 @@ def start_real_node(
     )
     _save(state_dir, node)
     try:
-        _make_cgroups(node.cgroup_root)
+        host.make_cgroups(node.cgroup_root)
         _run("ip", "addr", "replace", f"{node.address}/32", "dev", "lo")
         _write_configs(work, node)
         containerd = start_process(
@@ -154,10 +157,10 @@ def stop_real_node(state_dir: Path) -> list[str]:
         _remove_all_tasks(node)
     for record in containerd:
         stop_process(record)
-    _kill_cgroup_members(node.cgroup_root)
-    _unmount_under(Path(node.work))
-    _unmount_under(containerd_root())
-    _remove_cgroups(node.cgroup_root)
+    host.kill_cgroup_members(node.cgroup_root)
+    host.unmount_under(Path(node.work))
+    host.unmount_under(Path(node.store))
+    host.remove_cgroups(node.cgroup_root)
     subprocess.run(
         ["ip", "addr", "del", f"{node.address}/32", "dev", "lo"], capture_output=True, check=False
     )
@@ -173,11 +176,11 @@ def stop_real_node(state_dir: Path) -> list[str]:
 def leftovers(node: RealNode) -> list[str]:
     """Processes, mounts, cgroups and iptables chains the node left on the host."""
     found = [f"process {p.name} ({p.pid})" for p in node.processes if is_running(p)]
-    found += [f"process {pid}: {cmd}" for pid, cmd in _processes_mentioning(node.work)]
-    found += [f"mount {point}" for point in _mounts_under(Path(node.work))]
-    found += [f"mount {point}" for point in _mounts_under(containerd_root())]
-    found += [f"cgroup {path}" for path in _cgroup_dirs(node.cgroup_root) if path.exists()]
-    found += [f"iptables chain {chain}" for chain in _kube_chains()]
+    found += [f"process {pid}: {cmd}" for pid, cmd in host.processes_mentioning(node.work)]
+    found += [f"mount {point}" for point in host.mounts_under(Path(node.work))]
+    found += [f"mount {point}" for point in host.mounts_under(Path(node.store))]
+    found += [f"cgroup {path}" for path in host.cgroup_dirs(node.cgroup_root) if path.exists()]
+    found += [f"iptables chain {chain}" for chain in host.kube_chains()]
     lo = subprocess.run(["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True)
     if f" {node.address}/32 " in lo.stdout:
         found.append(f"address {node.address} on lo")
@@ -232,8 +235,8 @@ def _wait(what: str, check, process: ProcessRecord, timeout: float) -> None:  # 
 
 
 def _write_configs(work: Path, node: RealNode) -> None:
-    containerd_root().mkdir(parents=True, exist_ok=True)
-    (work / "containerd.toml").write_text(config.containerd_config(work, containerd_root()))
+    Path(node.store).mkdir(parents=True, exist_ok=True)
+    (work / "containerd.toml").write_text(config.containerd_config(work, Path(node.store)))
     (work / "cni" / "net.d").mkdir(parents=True, exist_ok=True)
     (work / "cni" / "net.d" / "10-loopback.conflist").write_text(config.cni_conflist())
     healthz = _free_port()
@@ -265,8 +268,11 @@ def _kubelet_argv(work: Path, kubeconfig: Path, address: str) -> list[str]:
 
 
 def containerd_root() -> Path:
-    """The image store, kept in the cache between nodes (one node at a time uses it: containerd
-    locks its metadata database, so a second node fails to start instead of sharing it)."""
+    """The image store, kept in the cache between nodes. One node at a time uses a store
+    (containerd locks its metadata database); a second node at the same time needs its own,
+    named by KUBERL_REALNODE_STORE (it imports every image once)."""
+    if store := os.environ.get(STORE_ENV):
+        return Path(store).resolve()
     return cache_root() / "realnode" / "containerd"
 
 
@@ -278,10 +284,28 @@ def import_images(state_dir: Path, node: RealNode, images: dict[str, Path]) -> N
     _save(state_dir, node)
 
 
+def _refuse_if_store_in_use(store: Path) -> None:
+    """A second containerd on a store waits forever for its metadata database (bolt holds an
+    flock on it), and stopping that node would unmount the first node's mounts in it. Refuse."""
+    database = store / "io.containerd.metadata.v1.bolt" / "meta.db"
+    if not database.exists():
+        return
+    with database.open("rb") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError(
+                f"the real node's image store {store} is in use by another real node's "
+                f"containerd; one node per store: stop that node (python hack/localcluster.py "
+                f"down --dir DIR) or give this one its own store ({STORE_ENV}=DIR)"
+            ) from None
+        fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _import_image(node: RealNode, name: str, tarball: Path) -> None:
     """Import a tarball unless the store already holds it (tarball names carry their key)."""
     started = time.monotonic()
-    record = containerd_root() / "kuberl-imported.json"
+    record = Path(node.store) / "kuberl-imported.json"
     imported = json.loads(record.read_text()) if record.exists() else {}
     if imported.get(name) != tarball.name:
         ctr(node, "images", "import", "--snapshotter", "overlayfs", str(tarball))
@@ -322,110 +346,3 @@ def _remove_all_tasks(node: RealNode) -> None:
             capture_output=True,
             check=False,
         )
-
-
-def _cgroup_hierarchies() -> list[Path]:
-    """Mount points of every cgroup hierarchy: v1 controllers, and v2 (the root when unified,
-    /sys/fs/cgroup/unified in hybrid mode, where the kubelet creates its cgroups too)."""
-    points = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        left, _, right = line.partition(" - ")
-        fstype = right.split()[0] if right else ""
-        if fstype in ("cgroup", "cgroup2"):
-            points.append(Path(left.split()[4]))
-    return points
-
-
-def _cgroup_dirs(cgroup_root: str) -> list[Path]:
-    return [point / cgroup_root.lstrip("/") for point in _cgroup_hierarchies()]
-
-
-def _make_cgroups(cgroup_root: str) -> None:
-    for path in _cgroup_dirs(cgroup_root):
-        path.mkdir(exist_ok=True)
-        # A new cpuset cgroup starts empty; children cannot run anywhere until it is filled.
-        for name in ("cpuset.cpus", "cpuset.mems"):
-            if (path / name).exists() and not (path / name).read_text().strip():
-                (path / name).write_text((path.parent / name).read_text())
-
-
-def _kill_cgroup_members(cgroup_root: str) -> None:
-    """SIGKILL what still runs in the node's own cgroups (pods whose shim died first)."""
-    for path in _cgroup_dirs(cgroup_root):
-        for procs in path.rglob("cgroup.procs") if path.exists() else ():
-            for pid in procs.read_text().split():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
-
-
-def _remove_cgroups(cgroup_root: str) -> None:
-    for path in _cgroup_dirs(cgroup_root):
-        if not path.exists():
-            continue
-        for child in sorted(
-            (p for p in path.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
-        ):
-            _rmdir_retrying(child)
-        _rmdir_retrying(path)
-
-
-def _rmdir_retrying(path: Path) -> None:
-    for _ in range(50):  # a killed process leaves its cgroup a moment later
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.1)
-    log.warning("could not remove cgroup %s", path)
-
-
-def _mounts_under(work: Path) -> list[str]:
-    prefix = str(work.resolve())
-    points = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        point = line.split()[4].replace("\\040", " ")
-        if point == prefix or point.startswith(prefix + "/"):
-            points.append(point)
-    return points
-
-
-def _unmount_under(work: Path) -> None:
-    # Deepest first; a bind mount of the kubelet's root dir onto itself is the last one.
-    for _ in range(5):
-        points = sorted(set(_mounts_under(work)), key=len, reverse=True)
-        if not points:
-            return
-        for point in points:
-            subprocess.run(["umount", "-l", point], capture_output=True, check=False)
-
-
-def _processes_mentioning(work: str) -> list[tuple[int, str]]:
-    """Live processes whose command line names the work dir (containerd shims, runc)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if work in cmdline:
-            found.append((int(proc.name), cmdline.strip()[:200]))
-    return found
-
-
-def _kube_chains() -> list[str]:
-    """KUBE-* chains in the host's iptables (the kubelet is configured to make none)."""
-    chains = []
-    for tool in ("iptables-save", "ip6tables-save"):
-        if shutil.which(tool) is None:
-            continue
-        result = subprocess.run([tool], capture_output=True, text=True, check=False)
-        chains += [
-            f"{tool}: {line.split()[0][1:]}"
-            for line in result.stdout.splitlines()
-            if line.startswith(":KUBE-")
-        ]
-    return chains

@@ -32,7 +32,8 @@ def real_node(local_cluster: Any) -> Iterator[Any]:
     node = localcluster.start_real_node(local_cluster)
     yield node
     if started_here and not os.environ.get("KUBERL_CLUSTER_DIR"):
-        realnode.stop_real_node(Path(local_cluster.dir))
+        left = realnode.stop_real_node(Path(local_cluster.dir))
+        assert not left, f"the real node left behind: {left}"
 
 
 @pytest.fixture(scope="session")
