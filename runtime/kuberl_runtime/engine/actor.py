@@ -30,6 +30,7 @@ from kuberl_runtime.engine.micro import (
 from kuberl_runtime.engine.model_builder import is_lora, model_device
 from kuberl_runtime.engine.optim import build_lr_scheduler, build_optimizer, clip_and_step
 from kuberl_runtime.engine.packing import fixed_micro_batches
+from kuberl_runtime.engine.ulysses import NO_SP, UlyssesGroup
 from kuberl_runtime.trainer.batch import Batch
 
 _FORWARD_KEYS = ("input_ids", "attention_mask", "position_ids", "responses", "response_mask")
@@ -43,8 +44,10 @@ class ActorSettings:
     use_remove_padding: bool
     rollout_n: int
     world_size: int
-    """Data-parallel ranks (the world while sequence parallelism is refused)."""
+    """Data-parallel ranks: the world / sp."""
     total_training_steps: int
+    sp: UlyssesGroup = NO_SP
+    """This rank's Ulysses sequence-parallel group (engine/ulysses.py)."""
 
 
 class Actor:
@@ -103,7 +106,10 @@ class Actor:
         # π_old is always the batch's old_log_probs (verl 0.9.1 has no on-policy shortcut).
         mini_batches = fixed_micro_batches(len(batch), cfg.mini_batch_rows_per_rank)
         batching = MicroBatching(
-            cfg.ppo_micro_batch_size_per_gpu, cfg.use_dynamic_bsz, cfg.ppo_max_token_len_per_gpu
+            cfg.ppo_micro_batch_size_per_gpu,
+            cfg.use_dynamic_bsz,
+            cfg.ppo_max_token_len_per_gpu,
+            self.settings.sp.size,
         )
         self.model.train()
         for _ in range(cfg.ppo_epochs):
@@ -114,6 +120,7 @@ class Actor:
                     dp_size=self.settings.world_size,
                     global_batch_size=cfg.ppo_mini_batch_size * self.settings.rollout_n,
                     device=model_device(self.model),
+                    sp_size=self.settings.sp.size,
                 )
                 summed: dict[str, float] = defaultdict(float)
                 for micro_rows in batching.split(mini):
@@ -189,4 +196,5 @@ class Actor:
             temperature=self.settings.temperature,
             calculate_entropy=calculate_entropy,
             use_remove_padding=self.settings.use_remove_padding,
+            sp=self.settings.sp,
         )

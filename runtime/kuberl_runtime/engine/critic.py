@@ -23,6 +23,7 @@ from kuberl_runtime.engine.micro import (
 from kuberl_runtime.engine.model_builder import model_device
 from kuberl_runtime.engine.optim import build_lr_scheduler, build_optimizer, clip_and_step
 from kuberl_runtime.engine.packing import fixed_micro_batches
+from kuberl_runtime.engine.ulysses import NO_SP, UlyssesGroup
 from kuberl_runtime.trainer.batch import Batch
 
 _FORWARD_KEYS = ("input_ids", "attention_mask", "position_ids", "responses", "response_mask")
@@ -37,11 +38,14 @@ class Critic:
         rollout_n: int,
         world_size: int,
         total_training_steps: int,
+        sp: UlyssesGroup = NO_SP,
     ) -> None:
+        """`world_size`: data-parallel ranks (the world / sp); `sp`: this rank's Ulysses group."""
         self.model = model
         self.cfg = cfg
         self.rollout_n = rollout_n
         self.world_size = world_size
+        self.sp = sp
         self.optimizer = build_optimizer(model, cfg.optim)
         self.lr_scheduler = build_lr_scheduler(self.optimizer, cfg.optim, total_training_steps)
 
@@ -51,6 +55,7 @@ class Critic:
             cfg.forward_micro_batch_size_per_gpu,
             cfg.use_dynamic_bsz,
             cfg.forward_max_token_len_per_gpu,
+            self.sp.size,
         )
         self.model.eval()
 
@@ -64,7 +69,10 @@ class Critic:
         cfg = self.cfg
         mini_rows = max(cfg.ppo_mini_batch_size * self.rollout_n // self.world_size, 1)
         batching = MicroBatching(
-            cfg.ppo_micro_batch_size_per_gpu, cfg.use_dynamic_bsz, cfg.ppo_max_token_len_per_gpu
+            cfg.ppo_micro_batch_size_per_gpu,
+            cfg.use_dynamic_bsz,
+            cfg.ppo_max_token_len_per_gpu,
+            self.sp.size,
         )
         metrics: dict[str, list[float]] = defaultdict(list)
         self.model.train()
@@ -76,6 +84,7 @@ class Critic:
                     dp_size=self.world_size,
                     global_batch_size=cfg.ppo_mini_batch_size * self.rollout_n,
                     device=model_device(self.model),
+                    sp_size=self.sp.size,
                 )
                 vf_loss = 0.0
                 for micro_rows in batching.split(mini):
@@ -107,6 +116,7 @@ class Critic:
             micro.to(model_device(self.model)).tensors,
             use_remove_padding=self.cfg.model.use_remove_padding,
             value_head=True,
+            sp=self.sp,
         )
         assert out.values is not None
         return out.values

@@ -17,6 +17,13 @@ import torch
 from torch import nn
 
 from kuberl_runtime.algorithms import entropy_from_logits
+from kuberl_runtime.engine.ulysses import (
+    UlyssesGroup,
+    gather_sequence,
+    local_span,
+    pad_sequence,
+    padded_length,
+)
 
 # Rows of the [tokens, vocab] logits turned to fp32 at a time: 512 × 152k × 4 B ≈ 0.3 GB (log-probs
 # and entropy alike; entropy's own default, 2048 rows, holds ~5 GB of fp32 temporaries at 152k).
@@ -83,8 +90,16 @@ def forward_responses(
     calculate_entropy: bool = False,
     use_remove_padding: bool = False,
     value_head: bool = False,
+    sp: UlyssesGroup | None = None,
 ) -> ForwardOutput:
-    """Run `model` on (rows, P+L) `input_ids` and return (rows, L) outputs for the responses."""
+    """Run `model` on (rows, P+L) `input_ids` and return (rows, L) outputs for the responses.
+
+    `sp`: this rank's Ulysses group (engine/ulysses.py); with more than one rank in it, the model
+    runs on this rank's slice of every sequence and the outputs are gathered back."""
+    if sp is not None and sp.size > 1:
+        return _forward_sequence_parallel(
+            model, batch, sp, temperature, calculate_entropy, use_remove_padding, value_head
+        )
     if use_remove_padding:
         return _forward_packed(model, batch, temperature, calculate_entropy, value_head)
     return _forward_padded(model, batch, temperature, calculate_entropy, value_head)
@@ -129,6 +144,58 @@ def _forward_packed(model, batch, temperature, calculate_entropy, value_head) ->
     entropy = None if out.entropy is None else _scatter(out.entropy, response_mask)
     assert out.log_probs is not None
     return ForwardOutput(log_probs=_scatter(out.log_probs, response_mask), entropy=entropy)
+
+
+def _forward_sequence_parallel(
+    model, batch, sp, temperature, calculate_entropy, use_remove_padding, value_head
+) -> ForwardOutput:
+    """Packed (one row of valid tokens) or padded rows, each rank running on its 1/sp slice."""
+    responses, response_mask = batch["responses"], batch["response_mask"].bool()
+    length = responses.shape[1]
+    valid = batch["attention_mask"].bool()
+    width = valid.shape[1]
+    if use_remove_padding:
+        ids, positions = batch["input_ids"][valid][None], batch["position_ids"][valid][None]
+        flat_index = (valid.flatten().long().cumsum(0) - 1).view(valid.shape)
+        predictors = flat_index[:, width - length - 1 : width - 1][response_mask]
+        labels, key_mask = responses[response_mask][None], None
+    else:
+        ids, positions = batch["input_ids"], batch["position_ids"]
+        predictors = torch.arange(width - length - 1, width - 1, device=ids.device)
+        labels, key_mask = responses, batch["attention_mask"]
+    total = padded_length(ids.shape[1], sp)
+    span = local_span(total, sp)
+    # Padding tokens: position 0 each (packed: each its own sequence), masked out (padded).
+    inputs = {
+        "input_ids": pad_sequence(ids, total)[:, span],
+        "position_ids": pad_sequence(positions, total)[:, span],
+        "use_cache": False,
+        "ulysses_group": sp,
+    }
+    if key_mask is not None:
+        inputs["ulysses_key_mask"] = pad_sequence(key_mask, total)[:, span]
+    if value_head:
+        local = model(**inputs).logits[..., 0].float()
+        values = gather_sequence(local, sp)[:, predictors]
+        return ForwardOutput(values=_unpack(values, response_mask, use_remove_padding))
+    mine = (predictors >= span.start) & (predictors < span.stop)
+    kept = predictors[mine] - span.start
+    logits = _scale(model(**inputs, logits_to_keep=kept).logits, temperature)
+    out = _policy_outputs(logits, labels[:, mine], calculate_entropy)
+
+    def whole(local: torch.Tensor | None) -> torch.Tensor | None:
+        if local is None:
+            return None
+        slots = torch.zeros(local.shape[0], span.stop - span.start, dtype=local.dtype)
+        gathered = gather_sequence(slots.to(local.device).index_copy(1, kept, local), sp)
+        return _unpack(gathered[:, predictors], response_mask, use_remove_padding)
+
+    return ForwardOutput(log_probs=whole(out.log_probs), entropy=whole(out.entropy))
+
+
+def _unpack(values: torch.Tensor, response_mask: torch.Tensor, packed: bool) -> torch.Tensor:
+    """(rows, L) per-response-token outputs: packed ones scattered back into their rows."""
+    return _scatter(values[0], response_mask) if packed else values
 
 
 def _policy_outputs(

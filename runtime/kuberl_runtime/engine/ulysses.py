@@ -1,0 +1,201 @@
+"""Ulysses sequence parallelism (DeepSpeed-Ulysses, as verl 0.9.1 runs it), composed around an
+unchanged Hugging Face model.
+
+The world is a (dp × sp) mesh of contiguous SP groups. Every rank of an SP group holds the same
+rows; each runs the model on its 1/sp slice of every sequence (padded to a multiple of sp). The
+attention function registered here (`ULYSSES_ATTENTION`, through transformers'
+`AttentionInterface`) turns (all heads, local tokens) into (heads / sp, all tokens) with one
+all-to-all, runs SDPA over the whole sequence with a mask built from the gathered position ids
+(packed: each restart begins a sequence) or the gathered attention mask (padded), and turns the
+result back with a second all-to-all. KV heads fewer than sp are replicated first, as verl does.
+Everything outside attention is per-token, so the rest of the model runs on the slice as it is.
+
+Per-token outputs (log-probs, entropy, values) are gathered back to whole sequences with
+`gather_sequence`, whose backward keeps the rank's own slice of the gradient times sp: FSDP
+averages gradients over all dp·sp ranks, while the ranks of one SP group hold parts of one
+replica's gradient that must add up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from transformers.modeling_utils import AttentionInterface
+
+ULYSSES_ATTENTION = "kuberl_ulysses"
+
+
+@dataclass(frozen=True)
+class UlyssesGroup:
+    """This rank's sequence-parallel group: `size` contiguous ranks, this one at `rank`."""
+
+    group: dist.ProcessGroup | None
+    size: int
+    rank: int
+
+
+NO_SP = UlyssesGroup(group=None, size=1, rank=0)
+
+
+def build_ulysses_group(sp_size: int, device_type: str) -> UlyssesGroup:
+    """The (dp, sp) device mesh over the world; SP groups are runs of `sp_size` contiguous ranks."""
+    world = dist.get_world_size()
+    if sp_size == 1:
+        return NO_SP
+    assert world % sp_size == 0, "validated: the world is a multiple of sp"
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh(device_type, (world // sp_size, sp_size), mesh_dim_names=("dp", "sp"))
+    return UlyssesGroup(
+        group=mesh["sp"].get_group(), size=sp_size, rank=mesh["sp"].get_local_rank()
+    )
+
+
+def check_heads(num_attention_heads: int, num_key_value_heads: int, sp_size: int) -> str | None:
+    """Why `sp_size` cannot split these heads, or None. KV heads fewer than sp are replicated
+    (verl's rule), which needs sp to be a multiple of them."""
+    if num_attention_heads % sp_size:
+        return f"num_attention_heads={num_attention_heads} is not divisible by it"
+    if num_key_value_heads % sp_size and sp_size % num_key_value_heads:
+        return f"num_key_value_heads={num_key_value_heads} neither divides nor is divisible by it"
+    return None
+
+
+def use_ulysses_attention(model: nn.Module) -> None:
+    """Register the Ulysses attention function and make `model` (all its sub-models) use it."""
+    AttentionInterface.register(ULYSSES_ATTENTION, ulysses_attention)
+    model.set_attn_implementation(ULYSSES_ATTENTION)
+
+
+# ---- attention ----------------------------------------------------------------------------------
+
+
+def _attention_mask(position_ids: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
+    """(rows, 1, S, S) bool from the whole sequence's positions (and, padded, its valid tokens)."""
+    length = position_ids.shape[1]
+    causal = torch.ones(length, length, dtype=torch.bool, device=position_ids.device).tril()
+    if key_mask is None:
+        # A packed row restarts its positions at every sequence (as transformers detects).
+        first = position_ids[:, :1] - 1
+        segment = (torch.diff(position_ids, prepend=first, dim=-1) != 1).cumsum(-1)
+        allowed = causal & (segment[:, :, None] == segment[:, None, :])
+    else:
+        # Every query also sees itself: padding queries get a finite (unused) output.
+        diagonal = torch.eye(length, dtype=torch.bool, device=position_ids.device)
+        allowed = (causal & key_mask[:, None, :]) | diagonal
+    return allowed[:, None]
+
+
+def ulysses_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    *,
+    position_ids: torch.Tensor,
+    ulysses_group: UlyssesGroup,
+    ulysses_key_mask: torch.Tensor | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
+    """(rows, heads, S/sp, D) in, (rows, S/sp, heads, D) out, attention over the whole sequence.
+
+    The model passes its forward's keyword arguments down to here: `position_ids` (this rank's
+    slice), `ulysses_group` and, for a padded batch, `ulysses_key_mask` (this rank's slice of the
+    attention mask); the whole-sequence ones are gathered, as gradient-checkpointing recomputation
+    needs them too.
+    """
+    group = ulysses_group
+    if key.shape[1] % group.size:  # fewer KV heads than sp: replicate them (verl's rule)
+        key = key.repeat_interleave(group.size // key.shape[1], dim=1)
+        value = value.repeat_interleave(group.size // value.shape[1], dim=1)
+    # heads scattered, sequence gathered: (rows, heads/sp, S, D)
+    q, k, v = (all_to_all(t, group, scatter_dim=1, gather_dim=2) for t in (query, key, value))
+    if k.shape[1] != q.shape[1]:
+        k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+        v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
+    key_mask = None if ulysses_key_mask is None else _gather(ulysses_key_mask, group).bool()
+    mask = _attention_mask(_gather(position_ids.expand(query.shape[0], -1), group), key_mask)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scaling)
+    # sequence scattered, heads gathered: (rows, S/sp, heads, D)
+    return all_to_all(out.transpose(1, 2), group, scatter_dim=1, gather_dim=2), None
+
+
+def _gather(local: torch.Tensor, group: UlyssesGroup) -> torch.Tensor:
+    """(rows, S/sp) → (rows, S), no gradient."""
+    parts = [torch.empty_like(local) for _ in range(group.size)]
+    dist.all_gather(parts, local.contiguous(), group=group.group)
+    return torch.cat(parts, dim=1)
+
+
+# ---- collectives with autograd ------------------------------------------------------------------
+
+
+class _AllToAll(torch.autograd.Function):
+    """Split `x` into sp chunks along `scatter_dim`, send chunk j to rank j, and concatenate the
+    chunks received (in rank order) along `gather_dim`. Backward is the inverse exchange."""
+
+    @staticmethod
+    def forward(ctx, x, group: UlyssesGroup, scatter_dim: int, gather_dim: int):  # type: ignore[override]
+        ctx.args = (group, scatter_dim, gather_dim)
+        return _exchange(x, group, scatter_dim, gather_dim)
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[override]
+        group, scatter_dim, gather_dim = ctx.args
+        return _exchange(grad, group, gather_dim, scatter_dim), None, None, None
+
+
+def _exchange(x: torch.Tensor, group: UlyssesGroup, scatter_dim: int, gather_dim: int):
+    send = torch.stack(x.chunk(group.size, dim=scatter_dim)).contiguous()
+    received = torch.empty_like(send)
+    dist.all_to_all_single(received, send, group=group.group)
+    return torch.cat(received.unbind(0), dim=gather_dim)
+
+
+def all_to_all(x: torch.Tensor, group: UlyssesGroup, *, scatter_dim: int, gather_dim: int):
+    return _AllToAll.apply(x, group, scatter_dim, gather_dim)
+
+
+class _GatherSequence(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, group: UlyssesGroup):  # type: ignore[override]
+        ctx.group = group
+        parts = [torch.empty_like(x) for _ in range(group.size)]
+        dist.all_gather(parts, x.contiguous(), group=group.group)
+        return torch.cat(parts, dim=1)
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[override]
+        group = ctx.group
+        mine = grad.chunk(group.size, dim=1)[group.rank]
+        return mine * group.size, None
+
+
+def gather_sequence(local: torch.Tensor, group: UlyssesGroup) -> torch.Tensor:
+    """(rows, S/sp, ...) slices of the SP group → (rows, S, ...) on every rank (see module doc)."""
+    return _GatherSequence.apply(local, group)
+
+
+# ---- slicing ------------------------------------------------------------------------------------
+
+
+def padded_length(length: int, group: UlyssesGroup) -> int:
+    return -(-length // group.size) * group.size
+
+
+def pad_sequence(x: torch.Tensor, length: int, value: int | bool = 0) -> torch.Tensor:
+    """(rows, S) padded on the right to `length`."""
+    return F.pad(x, (0, length - x.shape[1]), value=value)
+
+
+def local_span(length: int, group: UlyssesGroup) -> slice:
+    """This rank's slice of a (padded) sequence of `length` tokens."""
+    part = length // group.size
+    return slice(group.rank * part, (group.rank + 1) * part)

@@ -1,0 +1,241 @@
+"""Ulysses sequence parallelism equals one rank: 2 and 4 gloo ranks, SP 2 and 4 (dp 1 and 2).
+
+Every rank runs the whole batch on a plain model (no SP, no FSDP) as the oracle, then its DP
+rows through the SP engine (FSDP over the world, a (dp, sp) mesh, the Ulysses attention): the
+actor's old log-probs and entropy, the reference's log-probs, the critic's values, and after one
+update the actor's and critic's loss metrics and full gradients must equal the oracle's to fp32
+tolerance, for packed (`use_remove_padding`) and padded rows, fixed and token-budget micro-batches.
+The tiny model has 4 query heads and 2 KV heads: SP 4 replicates the KV heads (verl's rule).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+from torch.distributed.tensor import DTensor
+
+from kuberl_api.plan.standalone import actor_plan, critic_plan
+from kuberl_runtime.device import Device
+from kuberl_runtime.engine import actor as actor_module
+from kuberl_runtime.engine import critic as critic_module
+from kuberl_runtime.engine.actor import Actor, ActorSettings
+from kuberl_runtime.engine.critic import Critic
+from kuberl_runtime.engine.fsdp import apply_fsdp
+from kuberl_runtime.engine.micro import MicroBatching
+from kuberl_runtime.engine.model_builder import ModelSpec, build_causal_lm, build_value_model
+from kuberl_runtime.engine.ulysses import NO_SP, build_ulysses_group, use_ulysses_attention
+from kuberl_runtime.trainer.batch import Batch
+
+if __package__:
+    from tests.runtime.engine.conftest import TOKENIZER_DIR, fixed_batch
+else:  # a rank started by the test below runs this file as a script, beside conftest.py
+    from conftest import TOKENIZER_DIR, fixed_batch  # type: ignore[no-redef]
+
+pytestmark = pytest.mark.runtime
+
+CPU = Device("cpu")
+ROWS = 8
+TOLERANCE = {"atol": 2e-5, "rtol": 1e-4}
+MICRO = {  # one packed case with token budgets, one padded with fixed micro-batches
+    True: {"use_dynamic_bsz": True, "ppo_max_token_len_per_gpu": 40},
+    False: {"ppo_micro_batch_size_per_gpu": 3},
+}
+
+
+def _batch(tokenizer) -> Batch:
+    batch = fixed_batch(tokenizer, rows=ROWS, prompt_length=13, response_length=10)
+    gen = torch.Generator().manual_seed(1)
+    mask = batch["response_mask"]
+    for key in ("old_log_probs", "ref_log_prob"):
+        batch[key] = (-torch.rand(mask.shape, generator=gen) * 4 - 4) * mask
+    batch["values"] = torch.randn(mask.shape, generator=gen) * mask
+    batch["returns"] = torch.randn(mask.shape, generator=gen) * mask
+    batch["advantages"] = batch["advantages"] * 3
+    return batch
+
+
+def _capture(module) -> list[dict[str, torch.Tensor]]:
+    """The update's optimizer steps record the full gradients and drop them instead."""
+    steps: list[dict[str, torch.Tensor]] = []
+
+    def capture(model, optimizer, max_norm):
+        steps.append(
+            {
+                name: p.grad.full_tensor() if isinstance(p.grad, DTensor) else p.grad.clone()
+                for name, p in model.named_parameters()
+                if p.grad is not None
+            }
+        )
+        optimizer.zero_grad(set_to_none=True)
+        return 0.0, True
+
+    module.clip_and_step = capture
+    return steps
+
+
+def _close(ours, theirs, what):
+    torch.testing.assert_close(ours, theirs, **TOLERANCE, msg=lambda m: f"{what}: {m}")
+
+
+def _mean_over_ranks(value: float) -> float:
+    box = [None] * dist.get_world_size()
+    dist.all_gather_object(box, value)
+    return sum(box) / len(box)
+
+
+def _check_actor(model_dir, tokenizer, sp, dp, dp_rank, packed):
+    batch = _batch(tokenizer)
+    node = {
+        "ppo_mini_batch_size": ROWS,
+        "ppo_epochs": 1,
+        "loss_agg_mode": "token-mean",
+        "entropy_coeff": 0.01,
+        "use_kl_loss": True,
+        "kl_loss_coef": 0.5,
+        **MICRO[packed],
+    }
+    spec = ModelSpec(path=str(model_dir))
+    oracle_plan = actor_plan(node, dp_size=1)
+    oracle_settings = ActorSettings(1.0, packed, 1, world_size=1, total_training_steps=1)
+    oracle = Actor(build_causal_lm(spec), oracle_plan, oracle_settings, ref_model=None)
+    oracle_ref = build_causal_lm(spec).requires_grad_(False)
+    torch.manual_seed(7)  # the reference differs from the actor
+    for p in oracle_ref.parameters():
+        p.add_(torch.randn_like(p) * 0.02)
+    oracle.ref_model = oracle_ref
+
+    model, ref = build_causal_lm(spec), copy.deepcopy(oracle_ref)
+    for m in (model, ref):
+        use_ulysses_attention(m)
+    plan = actor_plan(node, dp_size=dp)
+    model = apply_fsdp(model, plan.fsdp_config, CPU)
+    ref = apply_fsdp(ref, plan.fsdp_config, CPU)
+    settings = ActorSettings(1.0, packed, 1, world_size=dp, total_training_steps=1, sp=sp)
+    actor = Actor(model, plan, settings, ref_model=ref)
+
+    rows = list(range(dp_rank * ROWS // dp, (dp_rank + 1) * ROWS // dp))
+    local = batch.select(rows)
+    mask = local["response_mask"].bool()
+    budget = MicroBatching(2, False)
+    want = oracle.compute_log_prob(batch, budget, calculate_entropy=True)
+    sp_budget = MicroBatching(2, False, sp_size=sp.size)
+    got = actor.compute_log_prob(local, sp_budget, calculate_entropy=True)
+    _close(got["old_log_probs"][mask], want["old_log_probs"][rows][mask], "old_log_probs")
+    _close(got["entropys"][mask], want["entropys"][rows][mask], "entropys")
+    want_ref = oracle.compute_ref_log_prob(batch, budget)
+    got_ref = actor.compute_ref_log_prob(local, sp_budget)
+    _close(got_ref[mask], want_ref[rows][mask], "ref_log_prob")
+
+    steps = _capture(actor_module)
+    want_metrics = oracle.update_policy(batch)
+    got_metrics = actor.update_policy(local)
+    for key in ("actor/pg_loss", "actor/kl_loss", "actor/entropy"):
+        _close(_mean_over_ranks(got_metrics[key][0]), want_metrics[key][0], key)
+    oracle_grads, grads = steps
+    assert grads.keys() == oracle_grads.keys()
+    for name, grad in grads.items():
+        _close(grad, oracle_grads[name], f"actor grad {name}")
+
+
+def _check_critic(model_dir, tokenizer, sp, dp, dp_rank, packed):
+    batch = _batch(tokenizer)
+    node = {
+        "ppo_mini_batch_size": ROWS,
+        "ppo_epochs": 1,
+        "loss_agg_mode": "token-mean",
+        "forward_max_token_len_per_gpu": 40,
+        "forward_micro_batch_size_per_gpu": 3,
+        "cliprange_value": 0.3,
+        "model": {"use_remove_padding": packed},
+        **MICRO[packed],
+    }
+    spec = ModelSpec(path=str(model_dir))
+    torch.manual_seed(3)
+    oracle_model = build_value_model(spec)
+    model = copy.deepcopy(oracle_model)
+    use_ulysses_attention(model)
+    plan = critic_plan(node)
+    oracle = Critic(oracle_model, plan, rollout_n=1, world_size=1, total_training_steps=1)
+    model = apply_fsdp(model, plan.model.fsdp_config, CPU)
+    critic = Critic(model, plan, rollout_n=1, world_size=dp, total_training_steps=1, sp=sp)
+
+    rows = list(range(dp_rank * ROWS // dp, (dp_rank + 1) * ROWS // dp))
+    local = batch.select(rows)
+    mask = local["response_mask"].bool()
+    _close(critic.compute_values(local)[mask], oracle.compute_values(batch)[rows][mask], "values")
+    steps = _capture(critic_module)
+    want = oracle.update_critic(batch)
+    got = critic.update_critic(local)
+    _close(_mean_over_ranks(got["critic/vf_loss"][0]), want["critic/vf_loss"][0], "vf_loss")
+    oracle_grads, grads = steps
+    assert grads.keys() == oracle_grads.keys()
+    for name, grad in grads.items():
+        _close(grad, oracle_grads[name], f"critic grad {name}")
+
+
+def _rank(rank: int, world: int, sp_size: int, store: str, model_dir: str) -> None:
+    from transformers import AutoTokenizer
+
+    torch.set_num_threads(1)
+    # A rank that fails leaves its peers waiting in a collective: they give up after a minute.
+    dist.init_process_group(
+        "gloo",
+        init_method=f"file://{store}",
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=60),
+    )
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
+        sp = build_ulysses_group(sp_size, "cpu")
+        assert sp.size == sp_size and sp.rank == rank % sp_size  # contiguous SP groups
+        dp, dp_rank = world // sp_size, rank // sp_size
+        for packed in (True, False):
+            _check_actor(model_dir, tokenizer, sp, dp, dp_rank, packed)
+            _check_critic(model_dir, tokenizer, sp, dp, dp_rank, packed)
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize(("world", "sp"), [(2, 2), (4, 2), (4, 4)])
+def test_sequence_parallel_equals_one_rank(world, sp, tiny_model_path: Path, tmp_path):
+    store = tmp_path / "store"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    ranks = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                str(rank),
+                str(world),
+                str(sp),
+                str(store),
+                str(tiny_model_path),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for rank in range(world)
+    ]
+    outputs = [process.communicate(timeout=300)[0] for process in ranks]
+    for rank, (process, output) in enumerate(zip(ranks, outputs, strict=True)):
+        assert process.returncode == 0, f"rank {rank}:\n{output[-4000:]}"
+
+
+def test_no_sp_is_the_plain_forward():
+    assert NO_SP.size == 1 and NO_SP.group is None
+
+
+if __name__ == "__main__":
+    rank_, world_, sp_, store_, model_dir_ = sys.argv[1:]
+    _rank(int(rank_), int(world_), int(sp_), store_, model_dir_)
