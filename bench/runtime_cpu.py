@@ -1,11 +1,14 @@
 """CPU throughput of kuberl's GRPO loop next to TRL's GRPOTrainer, same model, data and batch.
 
     .venv/bin/pip install -e '.[bench]'      # trl, accelerate, datasets
-    .venv/bin/python bench/runtime_cpu.py [--steps 6] [--threads 2]
+    .venv/bin/python bench/runtime_cpu.py [--shapes tiny compute] [--steps 6] [--threads 1]
 
-Both run one process on the CPU with the tiny random-init Qwen2 (2 layers, hidden 64, arithmetic
-tokenizer), the arithmetic prompts in the same chat template, 8 prompts × 4 samples per step,
-32-token responses at temperature 1, one optimizer step per batch, a KL term to a reference model
+Two shapes, each with kuberl and TRL in the same run (alternating rounds, so drift hits both):
+`tiny` (random-init Qwen2, 2 layers × hidden 64, 8 prompts × 4 samples, 32-token responses) and
+`compute` (4 layers × hidden 256, 4 heads, 16 prompts × 4 samples, 128-token responses), where
+the forward/backward FLOPs rather than per-step overhead dominate. Both frameworks run one
+process on the CPU with the arithmetic tokenizer and prompts in the same chat template, at
+temperature 1, one optimizer step per batch, a KL term to a reference model
 (β = 0.001), padded (not packed) forward passes as TRL does, and the same reward (share of digit
 characters). Both honour OMP_NUM_THREADS (default 1: on a shared machine more threads are
 slower). Step time is wall-clock per training step (generation included); tokens/s counts
@@ -22,6 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -30,14 +34,35 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO = Path(__file__).resolve().parent.parent
 TOKENIZER_DIR = REPO / "examples" / "tokenizer" / "arith-tokenizer"
 TRAIN_FILE = REPO / "examples" / "data" / "arith" / "train.parquet"
-PROMPTS, SAMPLES, RESPONSE_LENGTH, LR, BETA = 8, 4, 32, 1e-5, 0.001
+LR, BETA = 1e-5, 0.001
+
+
+@dataclass(frozen=True)
+class Shape:
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    prompts: int
+    samples: int
+    response_length: int
+
+
+SHAPES = {
+    "tiny": Shape(
+        layers=2, hidden=64, heads=4, kv_heads=2, prompts=8, samples=4, response_length=32
+    ),
+    "compute": Shape(
+        layers=4, hidden=256, heads=4, kv_heads=2, prompts=16, samples=4, response_length=128
+    ),
+}
 
 
 def digit_share(text: str) -> float:
     return sum(ch.isdigit() for ch in text) / len(text) if text else 0.0
 
 
-def run_kuberl(model_dir: Path, work: Path, steps: int) -> list[tuple[float, float]]:
+def run_kuberl(model_dir: Path, work: Path, steps: int, shape: Shape) -> list[tuple[float, float]]:
     """(step seconds, tokens) per step from kuberl's own metrics."""
     from kuberl_runtime.config import run_config_from_dict
     from kuberl_runtime.launcher.worker import run_worker
@@ -52,9 +77,9 @@ def run_kuberl(model_dir: Path, work: Path, steps: int) -> list[tuple[float, flo
     config = {
         "data": {
             "train_files": str(TRAIN_FILE),
-            "train_batch_size": PROMPTS,
+            "train_batch_size": shape.prompts,
             "max_prompt_length": 96,
-            "max_response_length": RESPONSE_LENGTH,
+            "max_response_length": shape.response_length,
             "truncation": "left",
         },
         "actor_rollout_ref": {
@@ -65,16 +90,16 @@ def run_kuberl(model_dir: Path, work: Path, steps: int) -> list[tuple[float, flo
             },
             "actor": {
                 "optim": {"lr": LR},
-                "ppo_mini_batch_size": PROMPTS,
-                "ppo_micro_batch_size_per_gpu": PROMPTS * SAMPLES,
+                "ppo_mini_batch_size": shape.prompts,
+                "ppo_micro_batch_size_per_gpu": shape.prompts * shape.samples,
                 "use_kl_loss": True,
                 "kl_loss_coef": BETA,
             },
-            "ref": {"log_prob_micro_batch_size_per_gpu": PROMPTS * SAMPLES},
+            "ref": {"log_prob_micro_batch_size_per_gpu": shape.prompts * shape.samples},
             "rollout": {
                 "name": "hf",
-                "n": SAMPLES,
-                "log_prob_micro_batch_size_per_gpu": PROMPTS * SAMPLES,
+                "n": shape.samples,
+                "log_prob_micro_batch_size_per_gpu": shape.prompts * shape.samples,
                 "tensor_model_parallel_size": 1,
             },
         },
@@ -97,7 +122,7 @@ def run_kuberl(model_dir: Path, work: Path, steps: int) -> list[tuple[float, flo
     return [(r["timing_s/step"], r["perf/total_num_tokens"]) for r in records]
 
 
-def run_trl(model_dir: Path, work: Path, steps: int) -> list[tuple[float, float]]:
+def run_trl(model_dir: Path, work: Path, steps: int, shape: Shape) -> list[tuple[float, float]]:
     import datasets
     from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -124,10 +149,10 @@ def run_trl(model_dir: Path, work: Path, steps: int) -> list[tuple[float, float]
     args = GRPOConfig(
         output_dir=str(work),
         use_cpu=True,
-        per_device_train_batch_size=PROMPTS * SAMPLES,
+        per_device_train_batch_size=shape.prompts * shape.samples,
         gradient_accumulation_steps=1,
-        num_generations=SAMPLES,
-        max_completion_length=RESPONSE_LENGTH,
+        num_generations=shape.samples,
+        max_completion_length=shape.response_length,
         temperature=1.0,
         learning_rate=LR,
         beta=BETA,
@@ -167,6 +192,7 @@ def summarise(name: str, rounds: list[list[tuple[float, float]]]) -> tuple[float
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=list(SHAPES))
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
@@ -180,25 +206,42 @@ def main(argv: list[str] | None = None) -> int:
 
     from kuberl_runtime.testing.tiny import save_tiny_model
 
-    torch.set_num_threads(args.threads)
-    with tempfile.TemporaryDirectory(prefix="kuberl-bench-") as tmp:
-        work = Path(tmp)
-        model_dir = save_tiny_model(
-            work / "tiny-qwen2", AutoTokenizer.from_pretrained(TOKENIZER_DIR), seed=0
+    print(f"load average at start: {os.getloadavg()}")
+    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
+    for name in args.shapes:
+        shape = SHAPES[name]
+        torch.set_num_threads(args.threads)
+        with tempfile.TemporaryDirectory(prefix="kuberl-bench-") as tmp:
+            work = Path(tmp)
+            model_dir = save_tiny_model(
+                work / "model",
+                tokenizer,
+                seed=0,
+                num_layers=shape.layers,
+                hidden=shape.hidden,
+                num_heads=shape.heads,
+                num_kv_heads=shape.kv_heads,
+            )
+            ours_runs, trl_runs = [], []
+            for round_ in range(args.rounds):
+                ours_runs.append(
+                    run_kuberl(model_dir, work / f"kuberl-{round_}", args.steps, shape)
+                )
+                torch.set_num_threads(args.threads)
+                trl_runs.append(run_trl(model_dir, work / f"trl-{round_}", args.steps, shape))
+        print(
+            f"shape {name}: {shape.layers} layers x hidden {shape.hidden}, "
+            f"{shape.prompts}x{shape.samples} samples, {shape.response_length}-token responses"
         )
-        ours_runs, trl_runs = [], []
-        for round_ in range(args.rounds):
-            ours_runs.append(run_kuberl(model_dir, work / f"kuberl-{round_}", args.steps))
-            torch.set_num_threads(args.threads)
-            trl_runs.append(run_trl(model_dir, work / f"trl-{round_}", args.steps))
         ours = summarise("kuberl", ours_runs)
         theirs = summarise("trl", trl_runs)
-    print(
-        f"   ratio: kuberl/trl tokens/s = {ours[1] / theirs[1]:.2f}x, "
-        f"step time trl/kuberl = {theirs[0] / ours[0]:.2f}x "
-        f"(torch {torch.__version__}, {args.threads} threads, "
-        f"{PROMPTS}x{SAMPLES} samples, {RESPONSE_LENGTH}-token responses)"
-    )
+        print(
+            f"   ratio ({name}): kuberl/trl tokens/s = {ours[1] / theirs[1]:.2f}x, "
+            f"step time trl/kuberl = {theirs[0] / ours[0]:.2f}x "
+            f"(torch {torch.__version__}, {args.threads} threads)",
+            flush=True,
+        )
+    print(f"load average at end: {os.getloadavg()}")
     return 0
 
 
