@@ -2,11 +2,15 @@
 
 from kuberl_api.keys.entry import honoured, no_effect, refused
 from kuberl_api.keys.fsdp import checkpoint_keys, frozen_fsdp_keys, optim_keys, trained_fsdp_keys
-from kuberl_api.keys.where import ACTOR_ENGINE, COMPONENTS, DEPRECATED, LOOP
+from kuberl_api.keys.where import ACTOR_ENGINE, COMPONENTS, DEPRECATED, LOOP, PLAN
 
 A = "actor_rollout_ref.actor."
 R = "actor_rollout_ref.ref."
-NO_SP = "Ulysses sequence parallelism is not supported yet (issue 16); remove it or set 1"
+SP = A + "ulysses_sequence_parallel_size"
+SAME_SP = (
+    "the reference runs in the actor's (dp, sp) layout: leave it at 1 or set it to "
+    "actor_rollout_ref.actor.ulysses_sequence_parallel_size"
+)
 FSDP2_ONLY = "kuberl runs FSDP2 for both fsdp and fsdp2"
 ENGINE_KEYS = [
     "ppo_mini_batch_size",
@@ -35,7 +39,7 @@ ACTOR_KEYS = [
     *[honoured(A + k, ACTOR_ENGINE) for k in ENGINE_KEYS],
     no_effect(A + "shuffle", "verl's FSDP actor ignores it too (new engine only)"),
     no_effect(A + "data_loader_seed", "verl's FSDP actor ignores it too (new engine only)"),
-    refused(A + "ulysses_sequence_parallel_size", NO_SP, allowed=(1, None)),
+    honoured(SP, PLAN),
     no_effect(A + "use_torch_compile", "a speed-up of the entropy helper; same numbers"),
     no_effect(A + "entropy_from_logits_with_chunking", "kuberl always computes entropy in chunks"),
     refused(A + "entropy_checkpointing", "not supported; remove it or set false"),
@@ -57,7 +61,7 @@ REF_KEYS = [
     honoured(R + "log_prob_micro_batch_size_per_gpu", LOOP),
     honoured(R + "log_prob_use_dynamic_bsz", LOOP),
     honoured(R + "log_prob_max_token_len_per_gpu", LOOP),
-    refused(R + "ulysses_sequence_parallel_size", NO_SP, allowed=(1, None)),
+    refused(R + "ulysses_sequence_parallel_size", SAME_SP, allowed=(1, None), same_as=SP),
     no_effect(R + "use_torch_compile", "a speed-up of the entropy helper; same numbers"),
     no_effect(R + "entropy_from_logits_with_chunking", "kuberl always computes entropy in chunks"),
     no_effect(R + "entropy_checkpointing", "the reference runs no backward pass"),

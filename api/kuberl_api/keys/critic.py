@@ -46,8 +46,10 @@ KEYS = [
     *[honoured(C + k, CRITIC_ENGINE) for k in ENGINE_KEYS],
     refused(
         C + "ulysses_sequence_parallel_size",
-        "Ulysses sequence parallelism is not supported yet (issue 16); remove it or set 1",
+        "the critic runs in the actor's (dp, sp) layout: leave it at 1 or set it to "
+        "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
         allowed=(1, None),
+        same_as="actor_rollout_ref.actor.ulysses_sequence_parallel_size",
     ),
     no_effect(C + "shuffle", "verl's FSDP critic ignores it too (new engine only)"),
     *checkpoint_keys(C),

@@ -27,7 +27,8 @@ class PlacementPlan(Frozen):
     dp_size: int
     """Data-parallel ranks: world_size / sp_size."""
     sp_size: int
-    """Ulysses sequence-parallel degree; 1 until issue 16 (the registry refuses other values)."""
+    """Ulysses sequence-parallel degree (actor.ulysses_sequence_parallel_size): SP groups of
+    sp_size contiguous ranks; actor, reference and critic all run in this (dp, sp) layout."""
     nccl_timeout: int
 
 

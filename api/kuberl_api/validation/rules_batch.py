@@ -43,7 +43,7 @@ def check_batch_sizes(cfg: BackendConfig, bc: str) -> list[Problem]:
             bool(critic.use_dynamic_bsz),
             batch=batch,
             n=n,
-            dp=world // critic.ulysses_sequence_parallel_size or 1,
+            dp=dp,  # the critic runs in the actor's (dp, sp) layout
             bc=bc,
         )
     problems += _forward_micro_batches(cfg, bc)

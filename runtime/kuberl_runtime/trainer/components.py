@@ -30,6 +30,12 @@ from kuberl_runtime.engine.model_builder import (
     build_reward_model,
     build_value_model,
 )
+from kuberl_runtime.engine.ulysses import (
+    UlyssesGroup,
+    build_ulysses_group,
+    check_heads,
+    use_ulysses_attention,
+)
 from kuberl_runtime.reward_model import RewardInputs, RewardModelScorer
 from kuberl_runtime.rewards import RewardManager, reward_manager_for
 from kuberl_runtime.rollout.hf import HFRollout
@@ -53,6 +59,8 @@ class Components:
     reward_manager: RewardManager
     reward_model: RewardModelScorer | None
     total_training_steps: int
+    sp: UlyssesGroup
+    """This rank's Ulysses sequence-parallel group (size 1: none)."""
 
     @property
     def plan(self) -> RunPlan:
@@ -97,6 +105,15 @@ def build_components(run: RunConfig, device: Device, ranks: RankInfo) -> Compone
     )
     trainer = plan.trainer
     total = trainer.total_training_steps or sampler.steps_per_epoch * trainer.total_epochs
+    sp = build_ulysses_group(plan.placement.sp_size, device.type)
+    if sp.size > 1 and ranks.is_main:
+        logger.info(
+            "Ulysses sequence parallelism: %d ranks = dp %d x sp %d (each sequence split %d ways)",
+            ranks.world_size,
+            plan.placement.dp_size,
+            sp.size,
+            sp.size,
+        )
     return Components(
         run=run,
         device=device,
@@ -105,8 +122,8 @@ def build_components(run: RunConfig, device: Device, ranks: RankInfo) -> Compone
         train_data=train_data,
         val_data=val_data,
         sampler=sampler,
-        actor=_build_actor(plan, device, ranks, total),
-        critic=_build_critic(plan, device, ranks, total) if plan.critic.enable else None,
+        actor=_build_actor(plan, device, ranks, total, sp),
+        critic=_build_critic(plan, device, ranks, total, sp) if plan.critic.enable else None,
         rollout=_build_rollout(plan, tokenizer, device.torch_device(ranks.local_rank), ranks),
         reward_manager=reward_manager_for(plan.reward_function),
         reward_model=(
@@ -115,6 +132,7 @@ def build_components(run: RunConfig, device: Device, ranks: RankInfo) -> Compone
             else None
         ),
         total_training_steps=total,
+        sp=sp,
     )
 
 
@@ -150,14 +168,32 @@ def _seeded_build(seed: int, build: Any, *args: Any) -> nn.Module:
         return build(*args)
 
 
-def _build_actor(plan: RunPlan, device: Device, ranks: RankInfo, total: int) -> Actor:
+def _with_sp(sp: UlyssesGroup, build: Any, *args: Any) -> nn.Module:
+    """`build(*args)`, running the Ulysses attention when sp > 1 (engine/ulysses.py)."""
+    model = build(*args)
+    if sp.size > 1:
+        config = model.config
+        why = check_heads(config.num_attention_heads, config.num_key_value_heads, sp.size)
+        if why:
+            raise ValueError(
+                f"actor_rollout_ref.actor.ulysses_sequence_parallel_size={sp.size}: {why}; "
+                "use a divisor of the model's attention heads"
+            )
+        use_ulysses_attention(model)
+    return model
+
+
+def _build_actor(
+    plan: RunPlan, device: Device, ranks: RankInfo, total: int, sp: UlyssesGroup
+) -> Actor:
     spec = actor_model_spec(plan)
     dtype = torch_dtype(plan.actor.fsdp_config.model_dtype)
     target = device.torch_device(ranks.local_rank)
+    build_full = partial(_with_sp, sp, build_causal_lm)
     # Sharded init: meta build on every rank, only rank 0 reads the checkpoint (engine/init.py).
     model = build_sharded(
-        partial(build_causal_lm_empty, spec, dtype),
-        partial(_seeded_build, plan.actor.fsdp_config.seed, build_causal_lm, spec, dtype),
+        partial(_with_sp, sp, build_causal_lm_empty, spec, dtype),
+        partial(_seeded_build, plan.actor.fsdp_config.seed, build_full, spec, dtype),
         plan.actor.fsdp_config,
         device,
         target,
@@ -168,8 +204,8 @@ def _build_actor(plan: RunPlan, device: Device, ranks: RankInfo, total: int) -> 
         ref_spec = replace(spec, enable_gradient_checkpointing=False)
         ref_dtype = torch_dtype(plan.ref.fsdp_config.model_dtype)
         ref_model = build_sharded(
-            partial(build_causal_lm_empty, ref_spec, ref_dtype),
-            partial(build_causal_lm, ref_spec, ref_dtype),
+            partial(_with_sp, sp, build_causal_lm_empty, ref_spec, ref_dtype),
+            partial(_with_sp, sp, build_causal_lm, ref_spec, ref_dtype),
             plan.ref.fsdp_config,
             device,
             target,
@@ -179,13 +215,16 @@ def _build_actor(plan: RunPlan, device: Device, ranks: RankInfo, total: int) -> 
         temperature=plan.rollout.temperature,
         use_remove_padding=plan.actor.use_remove_padding,
         rollout_n=plan.rollout.n,
-        world_size=ranks.world_size,
+        world_size=plan.placement.dp_size,
         total_training_steps=total,
+        sp=sp,
     )
     return Actor(model, plan.actor, settings, ref_model=ref_model)
 
 
-def _build_critic(plan: RunPlan, device: Device, ranks: RankInfo, total: int) -> Critic:
+def _build_critic(
+    plan: RunPlan, device: Device, ranks: RankInfo, total: int, sp: UlyssesGroup
+) -> Critic:
     critic_cfg = plan.critic
     model_cfg = critic_cfg.model
     spec = ModelSpec(
@@ -199,7 +238,10 @@ def _build_critic(plan: RunPlan, device: Device, ranks: RankInfo, total: int) ->
         target_modules=model_cfg.target_modules,
     )
     dtype = torch_dtype(model_cfg.fsdp_config.model_dtype)
-    model = _seeded_build(model_cfg.fsdp_config.seed, build_value_model, spec, dtype)
+    # The critic runs in the actor's (dp, sp) layout (validation: its own sp is 1 or the same).
+    model = _seeded_build(
+        model_cfg.fsdp_config.seed, partial(_with_sp, sp, build_value_model), spec, dtype
+    )
     model = apply_fsdp(
         model.to(device.torch_device(ranks.local_rank)), model_cfg.fsdp_config, device
     )
@@ -207,8 +249,9 @@ def _build_critic(plan: RunPlan, device: Device, ranks: RankInfo, total: int) ->
         model,
         critic_cfg,
         rollout_n=plan.rollout.n,
-        world_size=ranks.world_size,
+        world_size=plan.placement.dp_size,
         total_training_steps=total,
+        sp=sp,
     )
 
 

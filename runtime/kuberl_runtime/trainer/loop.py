@@ -168,7 +168,11 @@ class Trainer:
 
     def _balance(self, batch: Batch) -> tuple[Batch, dict[str, float]]:
         """verl's balance_batch: rank r gets a group of rows with a near-equal token load."""
-        positions = [self._local_rows(len(batch), r) for r in range(self.c.ranks.world_size)]
+        placement = self.plan.placement
+        # One group per data-parallel rank (the first rank of each SP group stands for it).
+        positions = [
+            self._local_rows(len(batch), r * placement.sp_size) for r in range(placement.dp_size)
+        ]
         order = balance_order(row_workloads(batch["attention_mask"]), positions)
         seqlens = batch["attention_mask"].sum(-1).tolist()
         after = [[order[p] for p in rank_positions] for rank_positions in positions]
@@ -297,14 +301,17 @@ class Trainer:
         return self._on_shards(batch, lambda local: {"out": scorer.score(local)})["out"].tolist()
 
     def _local_rows(self, num_rows: int, rank: int | None = None) -> list[int]:
-        """`rank`'s (default: this rank's) share of every mini-batch of the step's rows."""
+        """`rank`'s (default: this rank's) share of every mini-batch of the step's rows: its
+        data-parallel rank's (the ranks of a Ulysses SP group share their rows)."""
         plan = self.plan
         mini = min(plan.actor.ppo_mini_batch_size * plan.rollout.n, num_rows)
-        ranks = self.c.ranks
-        return shard_rows(num_rows, mini, ranks.rank if rank is None else rank, ranks.world_size)
+        rank = self.c.ranks.rank if rank is None else rank
+        placement = plan.placement
+        return shard_rows(num_rows, mini, rank // placement.sp_size, placement.dp_size)
 
     def _on_shards(self, batch: Batch, fn: Any) -> dict[str, torch.Tensor]:
-        """Run `fn` on this rank's rows and reassemble every output over the whole batch."""
+        """Run `fn` on this rank's rows and reassemble every output over the whole batch (the
+        ranks of an SP group return the same rows with the same values)."""
         world = self.c.ranks.world_size
         order = [row for r in range(world) for row in self._local_rows(len(batch), r)]
         outputs = fn(batch.select(self._local_rows(len(batch))))
@@ -312,7 +319,7 @@ class Trainer:
         result = {}
         for key, value in outputs.items():
             gathered = all_gather_rows(value)
-            full = torch.empty_like(gathered)
+            full = gathered.new_empty((len(batch), *gathered.shape[1:]))
             full[index] = gathered
             result[key] = full
         return result
@@ -323,6 +330,7 @@ class Trainer:
             rollout.log_prob_micro_batch_size_per_gpu or None,
             rollout.log_prob_use_dynamic_bsz,
             rollout.log_prob_max_token_len_per_gpu,
+            self.plan.placement.sp_size,
         )
 
     def _ref_batching(self) -> MicroBatching:
@@ -331,6 +339,7 @@ class Trainer:
             ref.log_prob_micro_batch_size_per_gpu or None,
             ref.log_prob_use_dynamic_bsz,
             ref.log_prob_max_token_len_per_gpu,
+            self.plan.placement.sp_size,
         )
 
     @property

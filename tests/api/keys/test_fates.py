@@ -106,13 +106,13 @@ def test_a_refused_key_at_verl_default_is_accepted(entry):
     ]
 
 
-def test_ulysses_sequence_parallel_size_message():
-    key = "actor_rollout_ref.actor.ulysses_sequence_parallel_size"
+def test_ulysses_sequence_parallel_size_of_the_critic_follows_the_actor():
+    key = "critic.ulysses_sequence_parallel_size"
     result = _validate(_with(key, 2))
     rendered = [p.render() for p in result.errors if p.path == key and "kuberl" in p.message]
     assert rendered == [
-        f"{key}: not supported by kuberl (got 2) — Ulysses sequence parallelism is not "
-        "supported yet (issue 16); remove it or set 1"
+        f"{key}: not supported by kuberl (got 2) — the critic runs in the actor's (dp, sp) "
+        "layout: leave it at 1 or set it to actor_rollout_ref.actor.ulysses_sequence_parallel_size"
     ]
 
 
@@ -204,10 +204,9 @@ def test_keys_command_prints_the_registry_as_json(capsys):
         {
             "key": "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
             "default": 1,
-            "fate": "refused",
-            "where": "",
-            "detail": "any other value is refused: Ulysses sequence parallelism is not "
-            "supported yet (issue 16); remove it or set 1",
+            "fate": "honoured",
+            "where": "api/kuberl_api/plan/build.py",
+            "detail": "read by api/kuberl_api/plan/build.py",
         }
     ]
 
