@@ -239,3 +239,30 @@ def test_no_sp_is_the_plain_forward():
 if __name__ == "__main__":
     rank_, world_, sp_, store_, model_dir_ = sys.argv[1:]
     _rank(int(rank_), int(world_), int(sp_), store_, model_dir_)
+
+
+@pytest.mark.parametrize(
+    ("heads", "kv_heads", "sp", "why"),
+    [
+        (4, 2, 2, None),
+        (4, 2, 4, None),  # KV heads replicated
+        (6, 2, 4, "num_attention_heads=6 is not divisible by it"),
+        (8, 3, 4, "num_key_value_heads=3 neither divides nor is divisible by it"),
+    ],
+)
+def test_heads_must_split_over_the_sp_group(heads, kv_heads, sp, why):
+    from types import SimpleNamespace
+
+    from kuberl_runtime.engine.ulysses import UlyssesGroup, check_heads
+    from kuberl_runtime.trainer.components import _with_sp
+
+    assert check_heads(heads, kv_heads, sp) == why
+    if why is None:
+        return
+    config = SimpleNamespace(num_attention_heads=heads, num_key_value_heads=kv_heads)
+    with pytest.raises(ValueError) as err:
+        _with_sp(UlyssesGroup(None, sp, 0), lambda: SimpleNamespace(config=config))
+    assert str(err.value) == (
+        f"actor_rollout_ref.actor.ulysses_sequence_parallel_size={sp}: {why}; "
+        "use a divisor of the model's attention heads"
+    )
