@@ -1,9 +1,12 @@
 """`kuberl train` with Ulysses sequence parallelism: two ranks as one SP group (dp 1, sp 2)
 train exactly like two data-parallel ranks (dp 2, sp 1): GAE with a KL loss, so the actor, the
 reference and the critic all run split sequences (the runtime logs the dp x sp layout it built).
+An SP run killed in the middle of a step resumes bitwise like today's runs.
 """
 
 from __future__ import annotations
+
+import signal
 
 import pytest
 import torch
@@ -47,3 +50,31 @@ def test_sp_two_ranks_train_like_dp_two_ranks(tiny_model_path, tmp_path):
     w1, w2 = read_weights(outputs[1] / "huggingface"), read_weights(outputs[2] / "huggingface")
     for name in w1:
         torch.testing.assert_close(w2[name], w1[name], atol=1e-5, rtol=1e-4)
+
+
+def _sp_config(model_path, out):
+    config = base_config(model_path, out, total_training_steps=3, save_freq=1, n_gpus_per_node=2)
+    set_key(config, "actor_rollout_ref.actor.ulysses_sequence_parallel_size", 2)
+    return config
+
+
+def test_sp_run_killed_mid_step_resumes_bitwise(tiny_model_path, tmp_path):
+    whole = tmp_path / "whole"
+    result = run_train(_sp_config(tiny_model_path, whole), tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    out = tmp_path / "out"
+    crash = {"KUBERL_FAULT_POINT": "step_middle", "KUBERL_FAULT_STEP": "3"}
+    killed = run_train(_sp_config(tiny_model_path, out), tmp_path, env=crash)
+    assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr[-3000:]
+    assert (out / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
+    resumed = run_train(_sp_config(tiny_model_path, out), tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming from" in resumed.stderr and "dp 1 x sp 2" in resumed.stderr
+
+    expected, got = read_metrics(whole), read_metrics(out)
+    assert sorted(got) == [1, 2, 3]
+    for step in expected:
+        assert deterministic(got[step]) == deterministic(expected[step]), f"step {step}"
+    for name, tensor in read_weights(whole / "huggingface").items():
+        assert torch.equal(read_weights(out / "huggingface")[name], tensor), name
