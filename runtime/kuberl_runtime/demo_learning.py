@@ -1,0 +1,195 @@
+"""A model that visibly learns: SFT warm-start, then GRPO, on synthetic arithmetic, on CPU.
+
+    python -m kuberl_runtime.demo_learning OUT_DIR      # prints accuracy before/after each stage
+
+Three `kuberl train` runs of real job files (``examples/demo-sft.yaml`` and
+``examples/demo-grpo.yaml``, paths rewritten into OUT_DIR):
+
+1. the random-init tiny Qwen2 is scored on the validation problems (greedy, ``val_only``);
+2. SFT on worked solutions (``a + b = c`` then ``#### c``) teaches the answer format and some
+   arithmetic, and exports ``sft/huggingface``;
+3. GRPO starts from that export (``model.path``), scores it before training (accuracy after SFT),
+   trains on the exact-answer reward and scores again at the end (accuracy after GRPO).
+
+`run_demo` returns the numbers; the lead's ``make demo`` and
+``tests/runtime/sft/test_demo_learning.py`` call it. Everything lives under OUT_DIR: data,
+models, each stage's checkpoints, logs and curves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+SFT_JOB = EXAMPLES / "demo-sft.yaml"
+GRPO_JOB = EXAMPLES / "demo-grpo.yaml"
+TOKENIZER_DIR = EXAMPLES / "tokenizer" / "arith-tokenizer"
+
+
+@dataclass
+class DemoResult:
+    accuracy_before_sft: float
+    accuracy_after_sft: float
+    accuracy_after_grpo: float
+    rewards: list[float]
+    """GRPO's training reward (critic/score/mean) per step."""
+    sft_losses: list[float]
+    seconds: dict[str, float] = field(default_factory=dict)
+    paths: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def reward_gain(self) -> float:
+        """Mean training reward over the last 5 GRPO steps minus over the first 5."""
+        first, last = self.rewards[:5], self.rewards[-5:]
+        return sum(last) / len(last) - sum(first) / len(first)
+
+    def report(self) -> str:
+        lines = [
+            f"validation accuracy  before SFT: {self.accuracy_before_sft:.2f}",
+            f"validation accuracy  after SFT:  {self.accuracy_after_sft:.2f}",
+            f"validation accuracy  after GRPO: {self.accuracy_after_grpo:.2f}",
+            f"GRPO training reward: first 5 steps {_mean(self.rewards[:5]):.2f} -> last 5 "
+            f"steps {_mean(self.rewards[-5:]):.2f} (+{self.reward_gain:.2f})",
+            f"SFT loss: {self.sft_losses[0]:.2f} -> {self.sft_losses[-1]:.2f}",
+        ]
+        lines += [f"{name}: {path}" for name, path in self.paths.items()]
+        lines.append("time: " + ", ".join(f"{k} {v:.0f}s" for k, v in self.seconds.items()))
+        return "\n".join(lines)
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / max(len(values), 1)
+
+
+def prepare(out: Path, seed: int = 0) -> dict[str, Path]:
+    """The tiny random model and the data (SFT conversations, RL prompts, test) under `out`."""
+    from transformers import AutoTokenizer
+
+    from kuberl_runtime.testing.arith_sft import write_sum_datasets
+    from kuberl_runtime.testing.tiny import save_tiny_model
+
+    model = out / "models" / "tiny-qwen2"
+    save_tiny_model(model, AutoTokenizer.from_pretrained(TOKENIZER_DIR), seed=seed)
+    data = write_sum_datasets(out / "data", sft_size=2000, rl_size=1000, test_size=64, seed=seed)
+    return {"model": model, **data}
+
+
+def job(template: Path, changes: dict[str, Any]) -> dict[str, Any]:
+    tree = yaml.safe_load(template.read_text())
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split(".")
+        node = tree
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return tree
+
+
+def kuberl_train(tree: dict[str, Any], path: Path, env: dict[str, str] | None = None) -> None:
+    path.write_text(yaml.safe_dump(tree, sort_keys=False))
+    cmd = [sys.executable, "-m", "kuberl_cli.main", "train", str(path)]
+    environ = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    done = subprocess.run(cmd, env={**environ, **(env or {})}, capture_output=True, text=True)
+    (path.parent / f"{path.stem}.log").write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise RuntimeError(f"kuberl train {path} failed:\n{done.stderr[-3000:]}")
+
+
+def read_metrics(out_dir: Path) -> dict[int, dict[str, float]]:
+    steps: dict[int, dict[str, float]] = {}
+    for line in (out_dir / "logs" / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        steps.setdefault(record.pop("step"), {}).update(record)
+    return steps
+
+
+def accuracy(metrics: dict[str, float]) -> float:
+    (value,) = [v for k, v in metrics.items() if k.startswith("val-core/") and "/reward/" in k]
+    return value
+
+
+def run_demo(out_dir: str | Path, *, seed: int = 0) -> DemoResult:
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    seconds: dict[str, float] = {}
+    started = time.monotonic()
+    data = prepare(out, seed)
+    rl = {"data.train_files": str(data["rl_train"]), "data.val_files": str(data["rl_test"])}
+    base = job(GRPO_JOB, {**rl, "actor_rollout_ref.model.path": str(data["model"])})
+    base = job_with(base, trainer={"val_only": True, "default_local_dir": str(out / "base")})
+    kuberl_train(base, out / "base.yaml")
+    before = accuracy(read_metrics(out / "base")[0])
+    seconds["prepare+score base"] = time.monotonic() - started
+
+    mark = time.monotonic()
+    sft = job(
+        SFT_JOB,
+        {
+            "data.train_files": str(data["sft_train"]),
+            "data.val_files": str(data["sft_test"]),
+            "model.path": str(data["model"]),
+            "trainer.default_local_dir": str(out / "sft"),
+        },
+    )
+    kuberl_train(sft, out / "sft.yaml")
+    sft_steps = read_metrics(out / "sft")
+    seconds["sft"] = time.monotonic() - mark
+
+    mark = time.monotonic()
+    grpo = job(
+        GRPO_JOB,
+        {
+            **rl,
+            "actor_rollout_ref.model.path": str(out / "sft" / "huggingface"),
+            "trainer.default_local_dir": str(out / "grpo"),
+        },
+    )
+    kuberl_train(grpo, out / "grpo.yaml")
+    steps = read_metrics(out / "grpo")
+    seconds["grpo"] = time.monotonic() - mark
+    seconds["total"] = time.monotonic() - started
+    last = max(steps)
+    return DemoResult(
+        accuracy_before_sft=before,
+        accuracy_after_sft=accuracy(steps[0]),
+        accuracy_after_grpo=accuracy(steps[last]),
+        rewards=[steps[s]["critic/score/mean"] for s in sorted(steps) if s > 0],
+        sft_losses=[sft_steps[s]["train/loss"] for s in sorted(sft_steps)],
+        seconds=seconds,
+        paths={
+            "SFT model": str(out / "sft" / "huggingface"),
+            "GRPO model": str(out / "grpo" / "huggingface"),
+            "SFT curves": str(out / "sft" / "logs" / "curves.png"),
+            "GRPO curves": str(out / "grpo" / "logs" / "curves.png"),
+        },
+    )
+
+
+def job_with(tree: dict[str, Any], **sections: dict[str, Any]) -> dict[str, Any]:
+    for name, values in sections.items():
+        tree.setdefault(name, {}).update(values)
+    return tree
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    print(run_demo(args.out_dir, seed=args.seed).report())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
