@@ -42,11 +42,15 @@ source_files() {
     ! -path '*/__pycache__/*' ! -name '*.pyc' ! -path '*.egg-info*' | LC_ALL=C sort)
 }
 
-# Save IMAGE from podman's store to TARBALL atomically, dropping older tarballs of NAME.
+# Save IMAGE from podman's store to TARBALL atomically. Older tarballs of NAME go first: two
+# 6 GB runtime tarballs side by side once filled the disk; a failed save leaves no partial file.
 save() {
   local image="$1" name="$2" tarball="$3"
-  pod save --format docker-archive -o "${tarball}.tmp" "${image}"
-  find "${IMAGES}" -maxdepth 1 -name "${name}-*.tar" ! -path "${tarball}" -delete
+  find "${IMAGES}" -maxdepth 1 -name "${name}-*.tar*" ! -path "${tarball}" -delete
+  if ! pod save --format docker-archive -o "${tarball}.tmp" "${image}"; then
+    rm -f "${tarball}.tmp"
+    return 1
+  fi
   mv "${tarball}.tmp" "${tarball}"
 }
 
@@ -138,6 +142,8 @@ main() {
         ;;
     esac
   done
+  # Earlier builds' images (untagged, no children): each source change leaves ~0.7 GB behind.
+  pod image prune --force >/dev/null
 }
 
 main "$@"

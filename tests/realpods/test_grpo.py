@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,7 @@ def pods(kubectl: Any, namespace: str, selector: str) -> list[dict[str, Any]]:
 RANK_PROBE = (
     "for p in /proc/[0-9]*; do "
     f"if tr '\\0' ' ' <$p/cmdline 2>/dev/null | grep -q '^ray::{RANK_ACTOR}'; then "
-    "echo rank-pid=${p#/proc/}; tr '\\0' '\\n' <$p/environ | grep -E '^KUBERL_JOB_'; fi; done"
+    "echo rank-pid=${p#/proc/}; tr '\\0' '\\n' <$p/environ | grep -E '^KUBERL_'; fi; done"
 )
 
 
@@ -120,6 +121,16 @@ def wait_for_rank(env: dict[str, Any], kubectl: Any, job: str) -> dict[str, Any]
     return wait_for("a training rank inside a pod", seen, timeout=RUN_TIMEOUT, interval=3)
 
 
+def scrape(url: str, line: str) -> str | None:
+    """The page at `url` once it holds `line`; None before."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            page = response.read().decode()
+    except OSError:
+        return None
+    return page if line in page.splitlines() else None
+
+
 def wait_phase(env: dict[str, Any], name: str, phase: str) -> dict[str, Any]:
     def reached() -> dict[str, Any] | None:
         status = env["jobs"].status(name)
@@ -127,6 +138,11 @@ def wait_phase(env: dict[str, Any], name: str, phase: str) -> dict[str, Any]:
         return status if status.get("phase") == phase else None
 
     return wait_for(f"{name} {phase}", reached, timeout=RUN_TIMEOUT, interval=2)
+
+
+def first_attempt_failed(env: dict[str, Any]) -> bool:
+    attempts = env["jobs"].status("bumpy").get("attempts") or [{}]
+    return attempts[0].get("result") == "Failed"
 
 
 def read_weights(model_dir: Path) -> dict[str, Any]:
@@ -146,13 +162,20 @@ def straight(env, kubectl) -> dict[str, Any]:
     try:
         env["jobs"].apply(job)
         rank = wait_for_rank(env, kubectl, "straight")
+        # Rank 0 serves its metrics on the node's address, on its pod group's own port.
+        url = f"http://{env['node'].address}:{rank['env']['KUBERL_METRICS_PORT']}/metrics"
+        checkpoint = f'kuberl_runtime_last_checkpoint_step{{kuberl_job="straight"}} {SAVE_FREQ}.0'
+        scraped = wait_for(f"{url} at checkpoint {SAVE_FREQ}", lambda: scrape(url, checkpoint))
     finally:
         release(env["inputs"])
     status = wait_phase(env, "straight", "Succeeded")
     [head] = pods(kubectl, env["ns"], "ray.io/cluster=straight-a1,ray.io/node-type=head")
     head_log = kubectl("logs", "-n", env["ns"], head["metadata"]["name"])
     kubectl("delete", "raycluster", "straight-a1", "-n", env["ns"], "--wait=false")
-    return {"af": af, "status": status, "rank": rank, "head": head, "head_log": head_log}
+    return {
+        "af": af, "status": status, "rank": rank, "head": head, "head_log": head_log,
+        "scraped": scraped,
+    }  # fmt: skip
 
 
 def test_grpo_trains_in_real_pods_and_reports_through_the_pod_token(straight, env):
@@ -191,6 +214,19 @@ def test_ranks_ran_inside_the_worker_pod_with_the_pod_env(straight, env):
     assert rank["env"]["KUBERL_JOB_NAMESPACE"] == env["ns"]
 
 
+def test_rank_metrics_port_is_the_worker_groups_own(straight):
+    """hostNetwork: the runtime's metrics port comes from the RayCluster's port block (declared
+    as the worker's `runtime-metrics` hostPort), never a fixed port two pods would share."""
+    rank = straight["rank"]
+    port = int(rank["env"]["KUBERL_METRICS_PORT"])
+    [container] = rank["pod"]["spec"]["containers"]
+    declared = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert declared["runtime-metrics"] == port
+    head_ports = straight["status"]["rayCluster"]["rayPorts"]
+    assert port != head_ports["runtime-metrics"] and port != 8090
+    assert 'kuberl_runtime_global_step{kuberl_job="straight"}' in straight["scraped"]
+
+
 def test_pods_run_as_non_root(straight):
     spec = straight["head"]["spec"]
     assert spec["securityContext"]["runAsNonRoot"] is True
@@ -217,9 +253,12 @@ def test_worker_pod_lost_mid_run_resumes_from_checkpoint_to_the_same_weights(
 
         step = wait_for("the first checkpoint", checkpointed, RUN_TIMEOUT, interval=1)
         assert step == SAVE_FREQ
-        # A real Ray node loss: the worker pod, and the ranks in it, are gone.
+        # A real Ray node loss: the worker pod, and the ranks in it, are gone. The run stays
+        # held until the operator saw the attempt fail (a forced delete returns before the
+        # kubelet killed the containers; released earlier, the rank would train on meanwhile).
         workers = "ray.io/cluster=bumpy-a1,ray.io/node-type=worker"
         kubectl("delete", "pod", "-n", env["ns"], "-l", workers, "--grace-period=0", "--force")
+        wait_for("attempt 1 to fail", lambda: first_attempt_failed(env), RUN_TIMEOUT, interval=1)
     finally:
         release(env["inputs"])
     status = wait_phase(env, "bumpy", "Succeeded")
