@@ -1,26 +1,29 @@
 """Ulysses sequence parallelism equals one rank: 2 and 4 gloo ranks, SP 2 and 4 (dp 1 and 2).
 
-Every rank runs the whole batch on a plain model (no SP, no FSDP) as the oracle, then its DP
-rows through the SP engine (FSDP over the world, a (dp, sp) mesh, the Ulysses attention): the
+Rank 0 runs the whole batch on a plain model (no SP, no FSDP, fixed micro-batches) as the
+oracle; then every rank runs its DP rows through the SP engine (FSDP over the world, a (dp, sp)
+mesh, the Ulysses attention): the
 actor's old log-probs and entropy, the reference's log-probs, the critic's values, and after one
 update the actor's and critic's loss metrics and full gradients must equal the oracle's to fp32
-tolerance, for packed (`use_remove_padding`) and padded rows, fixed and token-budget micro-batches.
+tolerance, for packed (`use_remove_padding`, token budgets, gradient checkpointing) and padded rows
+(fixed micro-batches).
 The tiny model has 4 query heads and 2 KV heads: SP 4 replicates the KV heads (verl's rule).
 """
 
 from __future__ import annotations
 
-import copy
 import datetime
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 import torch.distributed as dist
 from torch.distributed.tensor import DTensor
+from transformers import AutoTokenizer
 
 from kuberl_api.plan.standalone import actor_plan, critic_plan
 from kuberl_runtime.device import Device
@@ -48,6 +51,7 @@ MICRO = {  # one packed case with token budgets, one padded with fixed micro-bat
     True: {"use_dynamic_bsz": True, "ppo_max_token_len_per_gpu": 40},
     False: {"ppo_micro_batch_size_per_gpu": 3},
 }
+ORACLE_MICRO = {"use_dynamic_bsz": False, "ppo_micro_batch_size_per_gpu": 3}  # no collectives
 
 
 def _batch(tokenizer) -> Batch:
@@ -91,6 +95,29 @@ def _mean_over_ranks(value: float) -> float:
     return sum(box) / len(box)
 
 
+def _on_rank0(compute):
+    """`compute()` on rank 0 only (the oracle runs no collectives), its result on every rank."""
+    box = [compute() if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def _actor_oracle(spec, node, packed, ref_model):
+    """One rank, a plain model, fixed micro-batches: what the SP actor must reproduce."""
+    batch = _batch(AutoTokenizer.from_pretrained(TOKENIZER_DIR))
+    settings = ActorSettings(1.0, packed, 1, world_size=1, total_training_steps=1)
+    node = {**node, **ORACLE_MICRO}
+    oracle = Actor(build_causal_lm(spec), actor_plan(node), settings, ref_model=ref_model)
+    budget = MicroBatching(2, False)
+    steps = _capture(actor_module)
+    return {
+        **oracle.compute_log_prob(batch, budget, calculate_entropy=True),
+        "ref_log_prob": oracle.compute_ref_log_prob(batch, budget),
+        "metrics": oracle.update_policy(batch),
+        "grads": steps[0],
+    }
+
+
 def _check_actor(model_dir, tokenizer, sp, dp, dp_rank, packed):
     batch = _batch(tokenizer)
     node = {
@@ -103,16 +130,15 @@ def _check_actor(model_dir, tokenizer, sp, dp, dp_rank, packed):
         **MICRO[packed],
     }
     spec = ModelSpec(path=str(model_dir))
-    oracle_plan = actor_plan(node, dp_size=1)
-    oracle_settings = ActorSettings(1.0, packed, 1, world_size=1, total_training_steps=1)
-    oracle = Actor(build_causal_lm(spec), oracle_plan, oracle_settings, ref_model=None)
-    oracle_ref = build_causal_lm(spec).requires_grad_(False)
+    ref = build_causal_lm(spec).requires_grad_(False)
     torch.manual_seed(7)  # the reference differs from the actor
-    for p in oracle_ref.parameters():
+    for p in ref.parameters():
         p.add_(torch.randn_like(p) * 0.02)
-    oracle.ref_model = oracle_ref
+    want = _on_rank0(lambda: _actor_oracle(spec, node, packed, ref))
 
-    model, ref = build_causal_lm(spec), copy.deepcopy(oracle_ref)
+    # Packed: the SP actor also recomputes its layers in backward (gradient checkpointing), so
+    # the attention's collectives run again there.
+    model = build_causal_lm(replace(spec, enable_gradient_checkpointing=packed))
     for m in (model, ref):
         use_ulysses_attention(m)
     plan = actor_plan(node, dp_size=dp)
@@ -124,25 +150,30 @@ def _check_actor(model_dir, tokenizer, sp, dp, dp_rank, packed):
     rows = list(range(dp_rank * ROWS // dp, (dp_rank + 1) * ROWS // dp))
     local = batch.select(rows)
     mask = local["response_mask"].bool()
-    budget = MicroBatching(2, False)
-    want = oracle.compute_log_prob(batch, budget, calculate_entropy=True)
     sp_budget = MicroBatching(2, False, sp_size=sp.size)
     got = actor.compute_log_prob(local, sp_budget, calculate_entropy=True)
-    _close(got["old_log_probs"][mask], want["old_log_probs"][rows][mask], "old_log_probs")
-    _close(got["entropys"][mask], want["entropys"][rows][mask], "entropys")
-    want_ref = oracle.compute_ref_log_prob(batch, budget)
-    got_ref = actor.compute_ref_log_prob(local, sp_budget)
-    _close(got_ref[mask], want_ref[rows][mask], "ref_log_prob")
+    got["ref_log_prob"] = actor.compute_ref_log_prob(local, sp_budget)
+    for key in ("old_log_probs", "entropys", "ref_log_prob"):
+        _close(got[key][mask], want[key][rows][mask], key)
 
     steps = _capture(actor_module)
-    want_metrics = oracle.update_policy(batch)
     got_metrics = actor.update_policy(local)
     for key in ("actor/pg_loss", "actor/kl_loss", "actor/entropy"):
-        _close(_mean_over_ranks(got_metrics[key][0]), want_metrics[key][0], key)
-    oracle_grads, grads = steps
-    assert grads.keys() == oracle_grads.keys()
-    for name, grad in grads.items():
-        _close(grad, oracle_grads[name], f"actor grad {name}")
+        _close(_mean_over_ranks(got_metrics[key][0]), want["metrics"][key][0], key)
+    assert steps[0].keys() == want["grads"].keys()
+    for name, grad in steps[0].items():
+        _close(grad, want["grads"][name], f"actor grad {name}")
+
+
+def _critic_oracle(spec, node):
+    batch = _batch(AutoTokenizer.from_pretrained(TOKENIZER_DIR))
+    torch.manual_seed(3)
+    plan = critic_plan({**node, **ORACLE_MICRO, "forward_micro_batch_size_per_gpu": 3})
+    model = build_value_model(spec)
+    oracle = Critic(model, plan, rollout_n=1, world_size=1, total_training_steps=1)
+    steps = _capture(critic_module)
+    values = oracle.compute_values(batch)
+    return {"values": values, "metrics": oracle.update_critic(batch), "grads": steps[0]}
 
 
 def _check_critic(model_dir, tokenizer, sp, dp, dp_rank, packed):
@@ -152,38 +183,33 @@ def _check_critic(model_dir, tokenizer, sp, dp, dp_rank, packed):
         "ppo_epochs": 1,
         "loss_agg_mode": "token-mean",
         "forward_max_token_len_per_gpu": 40,
-        "forward_micro_batch_size_per_gpu": 3,
         "cliprange_value": 0.3,
         "model": {"use_remove_padding": packed},
         **MICRO[packed],
     }
     spec = ModelSpec(path=str(model_dir))
-    torch.manual_seed(3)
-    oracle_model = build_value_model(spec)
-    model = copy.deepcopy(oracle_model)
+    want = _on_rank0(lambda: _critic_oracle(spec, node))
+    torch.manual_seed(3)  # the same value head as the oracle's
+    model = build_value_model(spec)
     use_ulysses_attention(model)
-    plan = critic_plan(node)
-    oracle = Critic(oracle_model, plan, rollout_n=1, world_size=1, total_training_steps=1)
+    plan = critic_plan({**node, "forward_micro_batch_size_per_gpu": 3})
     model = apply_fsdp(model, plan.model.fsdp_config, CPU)
     critic = Critic(model, plan, rollout_n=1, world_size=dp, total_training_steps=1, sp=sp)
 
     rows = list(range(dp_rank * ROWS // dp, (dp_rank + 1) * ROWS // dp))
     local = batch.select(rows)
     mask = local["response_mask"].bool()
-    _close(critic.compute_values(local)[mask], oracle.compute_values(batch)[rows][mask], "values")
+    _close(critic.compute_values(local)[mask], want["values"][rows][mask], "values")
     steps = _capture(critic_module)
-    want = oracle.update_critic(batch)
     got = critic.update_critic(local)
-    _close(_mean_over_ranks(got["critic/vf_loss"][0]), want["critic/vf_loss"][0], "vf_loss")
-    oracle_grads, grads = steps
-    assert grads.keys() == oracle_grads.keys()
-    for name, grad in grads.items():
-        _close(grad, oracle_grads[name], f"critic grad {name}")
+    vf_loss = _mean_over_ranks(got["critic/vf_loss"][0])
+    _close(vf_loss, want["metrics"]["critic/vf_loss"][0], "vf_loss")
+    assert steps[0].keys() == want["grads"].keys()
+    for name, grad in steps[0].items():
+        _close(grad, want["grads"][name], f"critic grad {name}")
 
 
 def _rank(rank: int, world: int, sp_size: int, store: str, model_dir: str) -> None:
-    from transformers import AutoTokenizer
-
     torch.set_num_threads(1)
     # A rank that fails leaves its peers waiting in a collective: they give up after a minute.
     dist.init_process_group(
@@ -228,8 +254,12 @@ def test_sequence_parallel_equals_one_rank(world, sp, tiny_model_path: Path, tmp
         for rank in range(world)
     ]
     outputs = [process.communicate(timeout=300)[0] for process in ranks]
-    for rank, (process, output) in enumerate(zip(ranks, outputs, strict=True)):
-        assert process.returncode == 0, f"rank {rank}:\n{output[-4000:]}"
+    failed = [
+        f"rank {rank}:\n{output[-3000:]}"
+        for rank, (process, output) in enumerate(zip(ranks, outputs, strict=True))
+        if process.returncode != 0
+    ]
+    assert not failed, "\n".join(failed)
 
 
 def test_no_sp_is_the_plain_forward():
