@@ -4,10 +4,11 @@
 
 Each cell runs the runtime's own build, FSDP2 sharding, one actor update, the old/ref log-prob
 passes and the weight sync on fake tensors (`kuberl_runtime.dryrun`), in a fresh process (one
-fake process group per process). Shape: GRPO-like, prompt 512 + response 1024, actor micro-batch
-8 rows, log-prob micro-batch 16 rows, gradient checkpointing, fp32 reference, H100. The FLOPs ratio
-divides the update's counted FLOPs by the analytic count (6N per token + LM head on response
-tokens + full-square attention, + one recompute forward for checkpointing). Only prints.
+fake process group per process). Shape: GRPO-like, prompt 512 + response 1024 packed
+(use_remove_padding, flash varlen attention as on a GPU), actor micro-batch 8 rows, log-prob
+micro-batch 16 rows, gradient checkpointing, fp32 reference, H100. The FLOPs ratio divides the
+update's counted FLOPs (recompute included, LM head on response positions only) by verl 0.9.1's
+analytic count (`verl.utils.flops_counter`: 6N per token + 6 sum(s^2) d h L). Only prints.
 """
 
 from __future__ import annotations
@@ -19,20 +20,17 @@ import sys
 
 CELL = """
 import json, sys
+from transformers import AutoConfig
+from verl.utils.flops_counter import ESTIMATE_FUNC
 from kuberl_runtime.dryrun import DryRunInput, check_fit, model_config, run_dry
 name, world = sys.argv[1], int(sys.argv[2])
 cfg = model_config(name)
 spec = DryRunInput(model_config=cfg, world_size=world, prompt_length=512, response_length=1024,
                    micro_batch_rows=8, log_prob_micro_batch_rows=16)
 r = run_dry(spec)
-rows, seq, resp = spec.micro_batch_rows, 1536, 1024
-h, layers, vocab = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
-embed = vocab * h * (1 if cfg["tie_word_embeddings"] else 2)
-linear = 2 * (r.parameters - embed) * rows * seq
-head = 2 * vocab * h * rows * resp
-heads_dim = cfg["num_attention_heads"] * cfg.get("head_dim", h // cfg["num_attention_heads"])
-attention = 4 * layers * heads_dim * seq * seq * rows
-analytic = 3 * (linear + head + attention) + (linear + attention)
+seqlens = [spec.prompt_length + spec.response_length] * spec.micro_batch_rows
+config = AutoConfig.for_model(**cfg)
+analytic = ESTIMATE_FUNC[cfg["model_type"]](config, sum(seqlens), seqlens, 1.0) * 1e12
 update = r.phase("update_actor")
 print(json.dumps({
     "model": name, "world": world, "params_B": round(r.parameters / 1e9, 2),

@@ -31,6 +31,7 @@ def dry_run_input(plan: RunPlan, model_config: dict[str, Any], accelerator: str)
             ref.log_prob_micro_batch_size_per_gpu, ref.log_prob_max_token_len_per_gpu, width
         ),
         gradient_checkpointing=plan.model.enable_gradient_checkpointing,
+        use_remove_padding=actor.use_remove_padding,
         needs_reference=ref.enabled and ref.separate_model,
         param_dtype=actor.fsdp_config.dtype,
         actor_dtype=actor.fsdp_config.model_dtype,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from kuberl_api.plan.sections import ActorPlan, FSDPPlan
 from kuberl_api.plan.standalone import actor_plan, fsdp_plan
 from kuberl_runtime.algorithms import GlobalBatch
 from kuberl_runtime.device import Device
+from kuberl_runtime.dryrun.packed import FLASH_VARLEN, FullMasks, sequences_of
 from kuberl_runtime.dryrun.probes import FLOP_FORMULAS, CollectiveBytes, LargestAllocation
 from kuberl_runtime.engine.actor import Actor, ActorSettings
 from kuberl_runtime.engine.fsdp import apply_fsdp, torch_dtype
@@ -49,6 +51,10 @@ class DryRunInput:
     ref_micro_batch_rows: int | None = None  # ref.log_prob_micro_batch_size_per_gpu
     gradient_checkpointing: bool = True
     needs_reference: bool = True
+    use_remove_padding: bool = True  # actor_rollout_ref.model.use_remove_padding: packed rows
+    # The attention kernel: flash-attn's varlen, as on a GPU (the CUDA image ships flash-attn),
+    # or "sdpa", a dense T x T attention over each packed row (what CPU runs).
+    attn_implementation: str = FLASH_VARLEN
     param_dtype: str = "bf16"  # fsdp_config.dtype: the compute (all-gathered) dtype
     actor_dtype: str = "fp32"  # fsdp_config.model_dtype: the actor's master weights
     ref_dtype: str = "fp32"  # ref.fsdp_config.model_dtype
@@ -83,7 +89,8 @@ def run_dry(spec: DryRunInput) -> DryRunReport:
     """Every phase on rank 0 of a fake world of `spec.world_size` ranks."""
     with _fake_world(spec.world_size) as mesh, tempfile.TemporaryDirectory() as tmp:
         model_spec = _model_spec(spec, Path(tmp))
-        with FakeTensorMode(allow_non_fake_inputs=True):
+        width = spec.prompt_length + spec.response_length
+        with FakeTensorMode(allow_non_fake_inputs=True), FullMasks(), sequences_of(width):
             return _run_phases(spec, model_spec, mesh)
 
 
@@ -102,7 +109,11 @@ def _model_spec(spec: DryRunInput, tmp: Path) -> ModelSpec:
     import json
 
     (tmp / "config.json").write_text(json.dumps(spec.model_config))
-    return ModelSpec(path=str(tmp), enable_gradient_checkpointing=spec.gradient_checkpointing)
+    return ModelSpec(
+        path=str(tmp),
+        override_config={"attn_implementation": spec.attn_implementation},
+        enable_gradient_checkpointing=spec.gradient_checkpointing,
+    )
 
 
 def _run_phases(spec: DryRunInput, model_spec: ModelSpec, mesh: DeviceMesh) -> DryRunReport:
@@ -117,7 +128,7 @@ def _run_phases(spec: DryRunInput, model_spec: ModelSpec, mesh: DeviceMesh) -> D
     phases.append(_measure_init(model, host))
     ref = None
     if spec.needs_reference:
-        ref_spec = ModelSpec(path=model_spec.path)
+        ref_spec = dataclasses.replace(model_spec, enable_gradient_checkpointing=False)
         ref = _sharded(ref_spec, fsdp, gpu, mesh, torch_dtype(spec.ref_dtype)).requires_grad_(False)
     actor = Actor(model, _actor_config(spec), _settings(spec), ref_model=ref)
     ref_bytes = _local_bytes(ref) if ref is not None else 0
@@ -292,7 +303,7 @@ def _global_batch(spec: DryRunInput) -> GlobalBatch:
 def _settings(spec: DryRunInput) -> ActorSettings:
     return ActorSettings(
         temperature=1.0,
-        use_remove_padding=False,
+        use_remove_padding=spec.use_remove_padding,
         rollout_n=1,
         world_size=spec.world_size,
         total_training_steps=1,
