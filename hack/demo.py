@@ -10,7 +10,12 @@
 4. `kuberl operator` as a local process holding the chart ServiceAccount's token (the chart's
    Deployment pod runs on a kwok node, where nothing really runs);
 5. a Ray head on 127.0.0.1 standing in for the RayCluster's dashboard (kwok's pods are fakes);
-6. `kubectl apply -f examples/demo-job.yaml`, then the job's status live until it ends.
+6. a model that learns (kuberl_runtime.demo_learning): the random tiny Qwen2 is scored, then
+   warm-started by SFT with `kuberl train examples/demo-sft.yaml` (the operator does not run SFT
+   jobs yet, docs/sft.md);
+7. the GRPO stage as an RLTrainingJob: examples/demo-job.yaml's spec with examples/demo-grpo.yaml
+   as its backend_config, starting from the SFT export; its status live until it ends, a line
+   scraped from the runtime's /metrics while it trains, then accuracy before and after each stage.
 """
 
 from __future__ import annotations
@@ -32,13 +37,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "hack"), str(ROOT / "tests")]  # localcluster/localray, support.helm
 
 import localcluster  # noqa: E402
+import yaml  # noqa: E402
 from localray import free_port, start_head  # noqa: E402
 
+from kuberl_runtime import demo_learning as learning  # noqa: E402
 from support.crds import wait_established  # noqa: E402
 from support.helm import resolve_helm, token_kubeconfig  # noqa: E402
 
 DEMO_DIR = Path("/tmp/kuberl-demo")  # the paths in examples/demo-job.yaml
 JOB_FILE = ROOT / "examples" / "demo-job.yaml"
+# The GRPO stage's manifest, as applied: JOB_FILE's spec with the learning demo's backend_config.
+APPLIED_JOB = DEMO_DIR / "grpo-job.yaml"
 JOB, NAMESPACE, CHART_NAMESPACE, RELEASE = "demo", "kuberl-demo", "kuberl-system", "kuberl"
 TIMEOUT = 900
 
@@ -56,20 +65,51 @@ class Demo:
         self.head: Any = None
         self.kubeconfig = ""
         self.metrics_url = ""
+        self.runtime_metrics_url = ""
+        self.runtime_sample = ""
+        self.data: dict[str, Path] = {}
+        self.grpo_config: dict[str, Any] = {}
+        self.accuracy: dict[str, float] = {}
 
     # --- setup -----------------------------------------------------------------------------
 
     def prepare_storage(self) -> None:
-        say(f"shared storage {self.dir}: tiny Qwen2 model, arithmetic data, empty af_output_dir")
-        shutil.rmtree(self.dir / "outputs", ignore_errors=True)
-        data = self.dir / "data" / "arith"
-        data.mkdir(parents=True, exist_ok=True)
-        for parquet in (ROOT / "examples" / "data" / "arith").glob("*.parquet"):
-            shutil.copy2(parquet, data / parquet.name)
-        model = self.dir / "models" / "tiny-qwen2"
-        if not (model / "config.json").exists():
-            make = ROOT / "examples" / "make_tiny_model.py"
-            run([sys.executable, str(make), "--out-dir", str(model)])
+        say(f"shared storage {self.dir}: tiny random Qwen2, arithmetic data, empty outputs")
+        for stale in ("outputs", "base", "sft"):
+            shutil.rmtree(self.dir / stale, ignore_errors=True)
+        self.data = learning.prepare(self.dir)
+
+    def warm_start(self) -> None:
+        say("the random model's validation accuracy, then SFT: kuberl train examples/demo-sft.yaml")
+        rl = {"data.train_files": str(self.data["rl_train"]),
+              "data.val_files": str(self.data["rl_test"])}  # fmt: skip
+        base = learning.job(
+            learning.GRPO_JOB, {**rl, "actor_rollout_ref.model.path": str(self.data["model"])}
+        )
+        base = learning.job_with(
+            base, trainer={"val_only": True, "default_local_dir": str(self.dir / "base")}
+        )
+        learning.kuberl_train(base, self.dir / "base.yaml")
+        self.accuracy["before SFT"] = learning.accuracy(learning.read_metrics(self.dir / "base")[0])
+        print(f"validation accuracy before SFT: {self.accuracy['before SFT']:.2f}")
+        sft = learning.job(learning.SFT_JOB, {
+            "data.train_files": str(self.data["sft_train"]),
+            "data.val_files": str(self.data["sft_test"]),
+            "model.path": str(self.data["model"]),
+            "trainer.default_local_dir": str(self.dir / "sft"),
+        })  # fmt: skip
+        learning.kuberl_train(sft, self.dir / "sft.yaml")
+        losses = [
+            m["train/loss"] for _, m in sorted(learning.read_metrics(self.dir / "sft").items())
+        ]
+        export = self.dir / "sft" / "huggingface"
+        print(f"SFT loss {losses[0]:.2f} -> {losses[-1]:.2f}; model {export}")
+        self.grpo_config = learning.job(learning.GRPO_JOB, {
+            **rl,
+            "actor_rollout_ref.model.path": str(self.dir / "sft" / "huggingface"),
+            "trainer.default_local_dir": "checkpoints",
+            "trainer.save_freq": 15,  # a checkpoint to resume from, as a cluster job keeps
+        })  # fmt: skip
 
     def start_cluster(self) -> None:
         say("control-plane binaries (built once, then cached)")
@@ -95,7 +135,12 @@ class Demo:
 
     def start_ray(self) -> None:
         say("a Ray head on 127.0.0.1, standing in for the RayCluster's dashboard")
-        env = {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+        # The runtime's /metrics (rank 0) on a free loopback port: in a RayCluster the operator
+        # sets these on the pods; here the head's processes stand in for them.
+        port = free_port()
+        self.runtime_metrics_url = f"http://127.0.0.1:{port}/metrics"
+        env = {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
+               "KUBERL_METRICS_PORT": str(port), "KUBERL_METRICS_ADDR": "127.0.0.1"}  # fmt: skip
         self.head = start_head(self.dir / "logs", env=env)
         print(f"Ray dashboard {self.head.url}")
 
@@ -122,9 +167,13 @@ class Demo:
     # --- the job ---------------------------------------------------------------------------
 
     def run_job(self) -> dict[str, Any]:
-        say(f"kubectl apply -f {JOB_FILE.relative_to(ROOT)}")
+        manifest = yaml.safe_load(JOB_FILE.read_text())
+        manifest["spec"]["backend_config"] = self.grpo_config
+        APPLIED_JOB.write_text(yaml.safe_dump(manifest, sort_keys=False))
+        say(f"GRPO from the SFT model: kubectl apply -f {APPLIED_JOB}")
+        print(f"({JOB_FILE.relative_to(ROOT)} with examples/demo-grpo.yaml as backend_config)")
         self.kubectl("delete", "rlj", JOB, "-n", NAMESPACE, "--ignore-not-found", "--wait")
-        print(self.kubectl("apply", "-f", str(JOB_FILE)).strip())
+        print(self.kubectl("apply", "-f", str(APPLIED_JOB)).strip())
         say("live status (phase, step, reward, ETA), one line per change")
         last, deadline = "", time.monotonic() + TIMEOUT
         while time.monotonic() < deadline:
@@ -134,6 +183,9 @@ class Demo:
             if line != last:
                 print(f"[{time.monotonic() - self.started:5.0f}s] {line}", flush=True)
                 last = line
+            self.runtime_sample = (
+                runtime_metric_line(self.runtime_metrics_url) or self.runtime_sample
+            )
             if status.get("phase") in ("Succeeded", "Failed"):
                 return status
             assert self.operator is not None and self.operator.poll() is None, "operator exited"
@@ -147,13 +199,28 @@ class Demo:
             print(f"\nthe job failed: {status.get('message')}")
             return
         outputs = self.dir / "outputs"
+        steps = learning.read_metrics(outputs)
+        self.accuracy["after SFT"] = learning.accuracy(steps[0])
+        self.accuracy["after GRPO"] = learning.accuracy(steps[max(steps)])
+        rewards = [steps[s]["critic/score/mean"] for s in sorted(steps) if s > 0]
+        say("what the model learned (validation accuracy, exact answers)")
+        for stage, value in self.accuracy.items():
+            print(f"{stage:<12} {value:.2f}")
+        first, final = rewards[:5], rewards[-5:]
+        print(f"GRPO training reward: first 5 steps {sum(first) / len(first):.2f} -> "
+              f"last 5 steps {sum(final) / len(final):.2f}")  # fmt: skip
         checkpoints = sorted(p.name for p in (outputs / "checkpoints").glob("global_step_*"))
         say("where things are")
+        print(f"SFT model       {self.dir / 'sft' / 'huggingface'}")
+        print(f"curves          {outputs / 'logs' / 'curves.png'}, "
+              f"{self.dir / 'sft' / 'logs' / 'curves.png'}")  # fmt: skip
         print(f"checkpoints     {outputs / 'checkpoints'}  ({', '.join(checkpoints)})")
         print(f"exported model  {outputs / 'huggingface'}")
         print(f"metrics         {outputs / 'logs' / 'metrics.jsonl'}; "
               f"tensorboard --logdir {outputs / 'logs' / 'tensorboard'}")  # fmt: skip
         print(f"attempt config  {outputs / '.kuberl'}")
+        print(f"runtime         {self.runtime_metrics_url} (rank 0, while it trains)")
+        print(f"                {self.runtime_sample or '(not scraped: the run ended first)'}")
         print(f"operator        curl {self.metrics_url}")
         for line in fetch(self.metrics_url).splitlines():
             if line.startswith(("kuberl_job_global_step{", "kuberl_jobs{")) and "demo" in line:
@@ -220,6 +287,16 @@ def progress_line(status: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
+def runtime_metric_line(url: str) -> str:
+    """One sample of the runtime's own gauges (empty until rank 0 serves them)."""
+    try:
+        text = fetch(url)
+    except OSError:
+        return ""
+    lines = [line for line in text.splitlines() if line.startswith("kuberl_runtime_")]
+    return next((line for line in lines if "score_mean" in line), lines[0] if lines else "")
+
+
 def run(argv: list[str]) -> None:
     subprocess.run(argv, check=True)
 
@@ -263,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         demo.prepare_storage()
         demo.start_cluster()
         operator_kubeconfig = demo.install_chart()
+        demo.warm_start()
         demo.start_ray()
         demo.start_operator(operator_kubeconfig)
         status = demo.run_job()
