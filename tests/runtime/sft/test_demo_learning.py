@@ -13,7 +13,7 @@ from kuberl_runtime.demo_learning import run_demo
 pytestmark = pytest.mark.runtime
 
 
-# About 3 CPU-minutes; on 2 cores shared with a load average of 12-16 it took ~20 minutes.
+# 4.5 CPU-minutes; on 2 cores shared at a load average of 12-16 it took ~10 minutes.
 @pytest.mark.timeout(3600)
 def test_sft_warm_start_then_grpo_learns(tmp_path):
     result = run_demo(tmp_path / "demo", seed=0)
