@@ -81,35 +81,14 @@ class Demo:
 
     def warm_start(self) -> None:
         say("the random model's validation accuracy, then SFT: kuberl train examples/demo-sft.yaml")
-        rl = {"data.train_files": str(self.data["rl_train"]),
-              "data.val_files": str(self.data["rl_test"])}  # fmt: skip
-        base = learning.job(
-            learning.GRPO_JOB, {**rl, "actor_rollout_ref.model.path": str(self.data["model"])}
-        )
-        base = learning.job_with(
-            base, trainer={"val_only": True, "default_local_dir": str(self.dir / "base")}
-        )
-        learning.kuberl_train(base, self.dir / "base.yaml")
-        self.accuracy["before SFT"] = learning.accuracy(learning.read_metrics(self.dir / "base")[0])
+        self.accuracy["before SFT"] = learning.score_base(self.dir, self.data)
         print(f"validation accuracy before SFT: {self.accuracy['before SFT']:.2f}")
-        sft = learning.job(learning.SFT_JOB, {
-            "data.train_files": str(self.data["sft_train"]),
-            "data.val_files": str(self.data["sft_test"]),
-            "model.path": str(self.data["model"]),
-            "trainer.default_local_dir": str(self.dir / "sft"),
-        })  # fmt: skip
-        learning.kuberl_train(sft, self.dir / "sft.yaml")
-        losses = [
-            m["train/loss"] for _, m in sorted(learning.read_metrics(self.dir / "sft").items())
-        ]
+        losses = learning.run_sft(self.dir, self.data)
         export = self.dir / "sft" / "huggingface"
         print(f"SFT loss {losses[0]:.2f} -> {losses[-1]:.2f}; model {export}")
-        self.grpo_config = learning.job(learning.GRPO_JOB, {
-            **rl,
-            "actor_rollout_ref.model.path": str(self.dir / "sft" / "huggingface"),
-            "trainer.default_local_dir": "checkpoints",
-            "trainer.save_freq": 15,  # a checkpoint to resume from, as a cluster job keeps
-        })  # fmt: skip
+        self.grpo_config = learning.grpo_job(self.data, export, "checkpoints")
+        # A checkpoint to resume from, as a cluster job keeps.
+        self.grpo_config["trainer"]["save_freq"] = 15
 
     def start_cluster(self) -> None:
         say("control-plane binaries (built once, then cached)")
@@ -199,10 +178,8 @@ class Demo:
             print(f"\nthe job failed: {status.get('message')}")
             return
         outputs = self.dir / "outputs"
-        steps = learning.read_metrics(outputs)
-        self.accuracy["after SFT"] = learning.accuracy(steps[0])
-        self.accuracy["after GRPO"] = learning.accuracy(steps[max(steps)])
-        rewards = [steps[s]["critic/score/mean"] for s in sorted(steps) if s > 0]
+        after_sft, after_grpo, rewards = learning.grpo_outcome(learning.read_metrics(outputs))
+        self.accuracy.update({"after SFT": after_sft, "after GRPO": after_grpo})
         say("what the model learned (validation accuracy, exact answers)")
         for stage, value in self.accuracy.items():
             print(f"{stage:<12} {value:.2f}")

@@ -119,20 +119,28 @@ def accuracy(metrics: dict[str, float]) -> float:
     return value
 
 
-def run_demo(out_dir: str | Path, *, seed: int = 0) -> DemoResult:
-    out = Path(out_dir).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    seconds: dict[str, float] = {}
-    started = time.monotonic()
-    data = prepare(out, seed)
-    rl = {"data.train_files": str(data["rl_train"]), "data.val_files": str(data["rl_test"])}
-    base = job(GRPO_JOB, {**rl, "actor_rollout_ref.model.path": str(data["model"])})
-    base = job_with(base, trainer={"val_only": True, "default_local_dir": str(out / "base")})
-    kuberl_train(base, out / "base.yaml")
-    before = accuracy(read_metrics(out / "base")[0])
-    seconds["prepare+score base"] = time.monotonic() - started
+def grpo_job(data: dict[str, Path], model: Path | str, local_dir: str) -> dict[str, Any]:
+    """examples/demo-grpo.yaml on `data`'s RL files, from `model`, writing to `local_dir`."""
+    return job(
+        GRPO_JOB,
+        {
+            "data.train_files": str(data["rl_train"]),
+            "data.val_files": str(data["rl_test"]),
+            "actor_rollout_ref.model.path": str(model),
+            "trainer.default_local_dir": local_dir,
+        },
+    )
 
-    mark = time.monotonic()
+
+def score_base(out: Path, data: dict[str, Path]) -> float:
+    """The random model's validation accuracy (a `val_only` GRPO run under out/base)."""
+    base = grpo_job(data, data["model"], str(out / "base"))
+    kuberl_train(job_with(base, trainer={"val_only": True}), out / "base.yaml")
+    return accuracy(read_metrics(out / "base")[0])
+
+
+def run_sft(out: Path, data: dict[str, Path]) -> list[float]:
+    """examples/demo-sft.yaml from the random model; exports out/sft/huggingface. Its losses."""
     sft = job(
         SFT_JOB,
         {
@@ -143,29 +151,41 @@ def run_demo(out_dir: str | Path, *, seed: int = 0) -> DemoResult:
         },
     )
     kuberl_train(sft, out / "sft.yaml")
-    sft_steps = read_metrics(out / "sft")
+    steps = read_metrics(out / "sft")
+    return [steps[s]["train/loss"] for s in sorted(steps)]
+
+
+def grpo_outcome(steps: dict[int, dict[str, float]]) -> tuple[float, float, list[float]]:
+    """Accuracy before and after GRPO (validation at step 0 and at the end) and its rewards."""
+    rewards = [steps[s]["critic/score/mean"] for s in sorted(steps) if s > 0]
+    return accuracy(steps[0]), accuracy(steps[max(steps)]), rewards
+
+
+def run_demo(out_dir: str | Path, *, seed: int = 0) -> DemoResult:
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    seconds: dict[str, float] = {}
+    started = time.monotonic()
+    data = prepare(out, seed)
+    before = score_base(out, data)
+    seconds["prepare+score base"] = time.monotonic() - started
+
+    mark = time.monotonic()
+    sft_losses = run_sft(out, data)
     seconds["sft"] = time.monotonic() - mark
 
     mark = time.monotonic()
-    grpo = job(
-        GRPO_JOB,
-        {
-            **rl,
-            "actor_rollout_ref.model.path": str(out / "sft" / "huggingface"),
-            "trainer.default_local_dir": str(out / "grpo"),
-        },
-    )
+    grpo = grpo_job(data, out / "sft" / "huggingface", str(out / "grpo"))
     kuberl_train(grpo, out / "grpo.yaml")
-    steps = read_metrics(out / "grpo")
+    after_sft, after_grpo, rewards = grpo_outcome(read_metrics(out / "grpo"))
     seconds["grpo"] = time.monotonic() - mark
     seconds["total"] = time.monotonic() - started
-    last = max(steps)
     return DemoResult(
         accuracy_before_sft=before,
-        accuracy_after_sft=accuracy(steps[0]),
-        accuracy_after_grpo=accuracy(steps[last]),
-        rewards=[steps[s]["critic/score/mean"] for s in sorted(steps) if s > 0],
-        sft_losses=[sft_steps[s]["train/loss"] for s in sorted(sft_steps)],
+        accuracy_after_sft=after_sft,
+        accuracy_after_grpo=after_grpo,
+        rewards=rewards,
+        sft_losses=sft_losses,
         seconds=seconds,
         paths={
             "SFT model": str(out / "sft" / "huggingface"),
