@@ -12,7 +12,9 @@ visibility API server (an aggregated apiserver on 0.0.0.0:8082) is switched off.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 KUEUE_NAMESPACE = "kueue-system"
@@ -41,17 +43,34 @@ def write_config(path: Path, metrics: int, probe: int, webhook: int, cert_dir: P
     return path
 
 
-def ensure_metrics_cert() -> None:
-    if (METRICS_CERT_DIR / "tls.crt").exists() and (METRICS_CERT_DIR / "tls.key").exists():
+def ensure_metrics_cert(cert_dir: Path = METRICS_CERT_DIR) -> None:
+    """Make the metrics certificate pair once per machine. Clusters of parallel sessions start
+    at the same time: the pair is written in a private directory beside `cert_dir` and renamed
+    into place, so no Kueue ever reads a half-written pair or one process's key with another's
+    certificate."""
+    if _has_pair(cert_dir):
         return
     try:
-        write_self_signed_cert(METRICS_CERT_DIR)
+        cert_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".certs-", dir=cert_dir.parent))
+        try:
+            write_self_signed_cert(staging)
+            staging.rename(cert_dir)  # atomic; fails if another process got there first
+        except OSError:
+            if not _has_pair(cert_dir):
+                raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     except OSError as err:
         raise RuntimeError(
-            f"Kueue needs tls.crt/tls.key in {METRICS_CERT_DIR} (a fixed path in Kueue 0.19 when "
+            f"Kueue needs tls.crt/tls.key in {cert_dir} (a fixed path in Kueue 0.19 when "
             f"its cert management is off) and it cannot be written: {err}; create them with "
             "openssl req -x509 -nodes -newkey rsa:2048 -subj /CN=kueue-metrics there"
         ) from err
+
+
+def _has_pair(cert_dir: Path) -> bool:
+    return (cert_dir / "tls.crt").exists() and (cert_dir / "tls.key").exists()
 
 
 def write_self_signed_cert(cert_dir: Path) -> None:
