@@ -70,9 +70,10 @@ def build_crd() -> dict[str, Any]:
     spec_schema["properties"]["workerPools"].update(
         {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
     )
-    # A ROLL spec.roll_config stands in for backend_config (kuberl translates it); the CEL
-    # rule on the spec requires exactly one of them.
-    spec_schema["required"].remove("backend_config")
+    # backend_config, roll_config (a ROLL config kuberl translates) or sft_config (an SFT job):
+    # the CEL rule on the spec requires exactly one of them, the others left out (not null).
+    for key in ("backend_config", "sft_config"):
+        spec_schema["properties"][key].pop("nullable")
     _declare_boolean_key_aliases(spec_schema["properties"]["backend_config"])
     status_schema = structural_schema(RLTrainingJobStatus.model_json_schema(by_alias=True))
     status_schema["properties"]["conditions"].update(

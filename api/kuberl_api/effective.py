@@ -7,6 +7,8 @@ deprecated keys into their replacements, so code below this edge reads one typed
 import posixpath
 
 from kuberl_api.backend_config import BackendConfig
+from kuberl_api.backend_config.sft import SFTTrainerConfig
+from kuberl_api.backend_config.trainer import TrainerConfig
 from kuberl_api.job import EngineKwargs
 from kuberl_api.platform import WorkerPool
 
@@ -28,7 +30,7 @@ def build_effective_backend_config(
     cfg = backend.model_copy(deep=True)
     trainer = cfg.trainer
     if pools:
-        _place_on_pools(cfg, pools)
+        place_on_pools(trainer, pools)
     trainer.nnodes = trainer.nnodes or 1
     trainer.n_gpus_per_node = trainer.n_gpus_per_node or VERL_DEFAULT_GPUS_PER_NODE
     # No device written and no pool to derive it from: the runtime takes what its machine has.
@@ -41,8 +43,8 @@ def build_effective_backend_config(
     return cfg
 
 
-def _place_on_pools(cfg: BackendConfig, pools: list[WorkerPool]) -> None:
-    trainer = cfg.trainer
+def place_on_pools(trainer: TrainerConfig | SFTTrainerConfig, pools: list[WorkerPool]) -> None:
+    """Placement left unset follows the worker pools (the PPO and the SFT trainer alike)."""
     accelerated = accelerator_pools(pools)
     if accelerated:
         trainer.nnodes = trainer.nnodes or sum(p.nodes for p in accelerated)

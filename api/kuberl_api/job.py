@@ -5,6 +5,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from kuberl_api.backend_config import BackendConfig
+from kuberl_api.backend_config.sft import SFTConfig
 from kuberl_api.base import ConfigModel, PlatformModel
 from kuberl_api.platform import (
     EnvVar,
@@ -48,8 +49,9 @@ class RLTrainingJobSpec(PlatformModel):
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": "has(self.backend_config) != has(self.roll_config)",
-                    "message": "set exactly one of backend_config and roll_config",
+                    "rule": "[has(self.backend_config), has(self.roll_config), "
+                    "has(self.sft_config)].exists_one(x, x)",
+                    "message": "set exactly one of backend_config, roll_config and sft_config",
                 }
             ]
         }
@@ -62,15 +64,24 @@ class RLTrainingJobSpec(PlatformModel):
         pattern=r"^/",
         description="Absolute path of the output root: checkpoints, logs, merged model.",
     )
-    backend_config: BackendConfig = Field(
+    backend_config: BackendConfig | None = Field(
+        None,
         alias="backend_config",
-        description="The verl config tree; exactly one of backend_config and roll_config.",
+        description="The verl PPO/GRPO config tree; exactly one of backend_config, roll_config "
+        "and sft_config.",
     )
     roll_config: dict[str, Any] | None = Field(
         None,
         alias="roll_config",
         description="A ROLL pipeline config (actor_train, actor_infer, ...), translated into "
         "backend_config when the job is validated; see docs/roll.md.",
+    )
+    sft_config: SFTConfig | None = Field(
+        None,
+        alias="sft_config",
+        description="verl 0.9.1's SFT trainer config (data, model, engine, optim, checkpoint, "
+        "trainer), as `python -m verl.trainer.sft_trainer` reads it: the job runs supervised "
+        "fine-tuning instead of RL; see docs/sft.md.",
     )
     engine_kwargs: EngineKwargs = Field(default_factory=EngineKwargs, alias="engine_kwargs")
     image: str | None = Field(None, description="Training image; null uses the operator default.")
@@ -97,6 +108,17 @@ class RLTrainingJobSpec(PlatformModel):
         "and reaches the dashboard at the head pod's host IP. Pods need a namespace whose Pod "
         "Security level admits host networking (privileged).",
     )
+
+    @property
+    def training_config(self) -> BackendConfig | SFTConfig:
+        """What the job trains from: its backend_config, or its sft_config for an SFT job."""
+        config = self.sft_config or self.backend_config
+        assert config is not None, "validation admits a spec only with one of them"
+        return config
+
+    @property
+    def training_config_key(self) -> str:
+        return "sft_config" if self.sft_config is not None else "backend_config"
 
 
 Phase = Literal[

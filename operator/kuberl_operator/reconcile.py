@@ -164,7 +164,7 @@ class Reconciler:
         }
         try:
             result = validate_document(parse_document(manifest, source=state.ref.name))
-            problems, spec, effective = result.errors, result.spec, result.backend_config
+            problems, spec, effective = result.errors, result.spec, result.effective_config
             if spec is not None:  # what the admin allows job authors (hostPath, Secrets)
                 problems = [*problems, *policy_problems(spec, self.config)]
         except SpecInvalid as err:
@@ -176,7 +176,8 @@ class Reconciler:
         state.spec, state.effective = spec, effective
         assert spec is not None
         state.status.accelerators = accelerator_summary(spec.worker_pools)
-        state.condition(cond.VALIDATED, True, "Valid", "spec and backend_config are valid")
+        message = f"spec and {spec.training_config_key} are valid"
+        state.condition(cond.VALIDATED, True, "Valid", message)
 
     def _retry_due(self, state: JobState) -> bool:
         due = cond.parse_time(state.status.next_retry_time)

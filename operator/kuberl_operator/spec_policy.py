@@ -18,11 +18,11 @@ and it travels in every submission and the job's audit file."""
 
 def policy_problems(spec: RLTrainingJobSpec, config: OperatorConfig) -> list[Problem]:
     problems: list[Problem] = []
-    size = len(json.dumps(spec.backend_config.model_dump(mode="json")))
+    size = len(json.dumps(spec.training_config.model_dump(mode="json")))
     if size > MAX_BACKEND_CONFIG_BYTES:
         problems.append(
             Problem(
-                "spec.backend_config",
+                f"spec.{spec.training_config_key}",
                 f"is {size // 1024} KiB as JSON, over the {MAX_BACKEND_CONFIG_BYTES // 1024} "
                 "KiB limit",
                 "keep data out of the config: reference files (data.train_files) instead",

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from kuberl_api.backend_config import BackendConfig
+from kuberl_api.backend_config.sft import SFTConfig
 from kuberl_api.job import Attempt, Phase, RLTrainingJobSpec, RLTrainingJobStatus
 from kuberl_api.platform import RunPolicy
 from kuberl_operator import conditions as cond
@@ -39,7 +40,8 @@ class JobState:
     status: RLTrainingJobStatus
     original: dict[str, Any]
     spec: RLTrainingJobSpec | None = None
-    effective: BackendConfig | None = None
+    effective: BackendConfig | SFTConfig | None = None
+    """What the job trains from, effective: its backend_config, or its sft_config."""
     events: list[Event] = field(default_factory=list)
     untouched: set[str] = field(default_factory=set)
     """Status keys this operator does not know (a newer one wrote them): never rewritten."""

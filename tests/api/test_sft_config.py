@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from kuberl_api.keys.sft import SFT_REGISTRY, sft_schema_leaves
 from kuberl_api.plan.sft import SFTPlan, build_sft_plan
 from kuberl_api.validation import DocumentKind, parse_document, validate_document
 from kuberl_api.yamlio import load_yaml
+from kuberl_cli.main import main
+from support.manifests import valid_sft_manifest, with_changes
 
 ROOT = Path(__file__).resolve().parents[2]
 VERL_CONFIG = Path(verl.__file__).parent / "trainer" / "config"
@@ -112,15 +115,81 @@ def test_a_modelarts_envelope_carries_an_sft_config():
     assert plan.paths.hf_export_dir == "/out/huggingface"
 
 
-def test_an_sft_manifest_is_refused_with_the_way_to_run_it():
-    manifest = {
-        "apiVersion": "kuberl.io/v1alpha1",
-        "kind": "RLTrainingJob",
-        "metadata": {"name": "sft"},
-        "spec": {"af_output_dir": "/out", "workerPools": [], "backend_config": _sft()},
-    }
+def _manifest(**changes: Any) -> dict[str, Any]:
+    return with_changes(valid_sft_manifest(), changes)
+
+
+def test_an_rltrainingjob_carries_an_sft_config_in_spec_sft_config():
+    result = validate_document(parse_document(_manifest()))
+    assert result.ok, [p.render() for p in result.errors]
+    cfg = result.sft_config
+    assert cfg is not None and result.spec is not None and result.spec.sft_config is cfg
+    assert result.effective_config is cfg and result.spec.training_config_key == "sft_config"
+    # Placement follows the worker pool (one node of 4 GPUs), as for an RL job.
+    trainer = cfg.trainer
+    assert (trainer.nnodes, trainer.n_gpus_per_node, trainer.device) == (1, 4, "cuda")
+    plan = build_sft_plan(cfg, result.af_output_dir)
+    assert plan.paths.checkpoint_dir == "/mnt/af/t/checkpoints"
+    assert plan.paths.hf_export_dir == "/mnt/af/t/huggingface"
+
+
+def test_a_cpu_pool_places_an_sft_job_on_cpu():
+    pools = [{"name": "cpu", "nodes": 2, "cpu": "2", "memory": "4Gi"}]
+    result = validate_document(parse_document(_manifest(**{"spec.workerPools": pools})))
+    assert result.ok, [p.render() for p in result.errors]
+    trainer = result.sft_config.trainer
+    assert (trainer.nnodes, trainer.n_gpus_per_node, trainer.device) == (2, 1, "cpu")
+
+
+@pytest.mark.parametrize(
+    ("changes", "path", "words"),
+    [
+        # the SFT tree's own problems carry the spec's path
+        ({"spec.sft_config.data.max_lenght": 512}, "spec.sft_config.data.max_lenght", "max_length"),
+        ({"spec.sft_config.data.tools_key": "f"}, "spec.sft_config.data.tools_key", "remove"),
+        ({"spec.sft_config.data.train_batch_size": 6}, "spec.sft_config.data.train_batch_size",
+         "multiple of the 4 ranks"),
+        ({"spec.sft_config.trainer.n_gpus_per_node": 8},
+         "spec.sft_config.trainer.n_gpus_per_node", "set it to 4"),
+        ({"spec.sft_config.trainer.default_local_dir": "/elsewhere"},
+         "spec.sft_config.trainer.default_local_dir", "under /mnt/af/t"),
+        ({"spec.engine_kwargs": {"vllm": {"x": 1}}}, "spec.engine_kwargs", "remove it"),
+        ({"spec.workerPools": []}, "spec.workerPools", ""),
+        ({"spec.sft_config": "data: x"}, "spec.sft_config", "data, model"),
+        ({"spec.roll_config": {"actor_train": {}}}, "spec.sft_config", "remove roll_config"),
+    ],
+)  # fmt: skip
+def test_sft_job_problems_name_the_field_and_the_fix(changes, path, words):
+    errors = validate_document(parse_document(_manifest(**changes))).errors
+    assert [p.path for p in errors] == [path], [p.render() for p in errors]
+    assert words in errors[0].render()
+
+
+def test_an_sft_tree_under_backend_config_points_at_sft_config():
+    manifest = valid_sft_manifest()
+    manifest["spec"]["backend_config"] = manifest["spec"].pop("sft_config")
     (problem,) = validate_document(parse_document(manifest)).errors
-    assert problem.path == "spec.backend_config" and "kuberl train" in problem.hint
+    assert problem.path == "spec.backend_config" and "spec.sft_config" in problem.message
+    assert problem.hint == "rename backend_config to sft_config"
+
+
+def test_a_spec_without_a_training_config_says_which_ones_exist():
+    manifest = valid_sft_manifest()
+    del manifest["spec"]["sft_config"]
+    (problem,) = validate_document(parse_document(manifest)).errors
+    assert (problem.path, problem.message) == ("spec.backend_config", "required key is missing")
+    assert "sft_config" in problem.hint
+
+
+def test_the_crd_types_sft_config_and_wants_exactly_one_training_config():
+    crd = load_yaml((ROOT / "crds" / "rltrainingjobs.kuberl.io.yaml").read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    sft = spec["properties"]["sft_config"]
+    assert {"data", "model", "engine", "optim", "checkpoint", "trainer"} <= set(sft["properties"])
+    assert "messages_key" in sft["properties"]["data"]["properties"]
+    assert not {"backend_config", "sft_config"} & set(spec["required"])
+    rules = [v["rule"] for v in spec["x-kubernetes-validations"]]
+    assert any("has(self.sft_config)" in rule and "exists_one" in rule for rule in rules)
 
 
 def test_every_sft_leaf_has_exactly_one_fate():
@@ -134,3 +203,15 @@ def test_an_honoured_sft_key_names_a_module_that_reads_it(entry):
     name = entry.key.rsplit(".", 1)[-1]
     text = (ROOT / entry.where).read_text()
     assert re.search(rf"\b{re.escape(name)}\b", text), f"{entry.key}: {entry.where}"
+
+
+def test_kuberl_keys_sft_lists_the_sft_registry(capsys):
+    assert main(["keys", "--sft", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == len(SFT_REGISTRY)
+    by_key = {r["key"]: r for r in rows}
+    assert by_key["data.max_length"]["fate"] == "honoured"
+    assert by_key["data.max_length"]["default"] == 1024
+    assert by_key["trainer.default_hdfs_dir"]["fate"] == "refused"
+    assert main(["keys", "--sft", "data.tools"]) == 0
+    assert "data.tools_key" in capsys.readouterr().out

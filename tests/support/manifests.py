@@ -39,6 +39,19 @@ def valid_manifest() -> dict[str, Any]:
     }
 
 
+def valid_sft_manifest() -> dict[str, Any]:
+    """An SFT job: verl's SFT config under spec.sft_config, placement from the pool."""
+    manifest = valid_manifest()
+    spec = manifest["spec"]
+    del spec["backend_config"]
+    spec["sft_config"] = {
+        "data": {"train_files": "/d/sft.parquet", "train_batch_size": 8},
+        "model": {"path": "/models/m"},
+        "trainer": {"total_epochs": 1, "save_freq": 10},
+    }
+    return manifest
+
+
 def with_changes(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """Copy ``base`` and set each dotted path (``a.b[0].c``) to its value (DELETE removes it)."""
     doc = copy.deepcopy(base)

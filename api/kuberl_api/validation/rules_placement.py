@@ -3,6 +3,7 @@
 import posixpath
 
 from kuberl_api.backend_config import BackendConfig
+from kuberl_api.backend_config.sft import SFTConfig
 from kuberl_api.effective import DEVICE_BY_ACCELERATOR, accelerator_pools
 from kuberl_api.job import RLTrainingJobSpec
 from kuberl_api.validation.problems import Problem, join_path
@@ -73,7 +74,10 @@ def check_parallelism(cfg: BackendConfig, bc: str) -> list[Problem]:
     return problems
 
 
-def check_checkpoint_dir(cfg: BackendConfig, bc: str, af_output_dir: str) -> list[Problem]:
+def check_checkpoint_dir(
+    cfg: BackendConfig | SFTConfig, bc: str, af_output_dir: str
+) -> list[Problem]:
+    assert cfg.trainer.default_local_dir is not None, "placed under af_output_dir at validation"
     local_dir = posixpath.normpath(cfg.trainer.default_local_dir)
     root = posixpath.normpath(af_output_dir)
     if local_dir == root or local_dir.startswith(root + "/"):
@@ -88,7 +92,7 @@ def check_checkpoint_dir(cfg: BackendConfig, bc: str, af_output_dir: str) -> lis
     ]
 
 
-def check_pools(spec: RLTrainingJobSpec, cfg: BackendConfig, prefix: str) -> list[Problem]:
+def check_pools(spec: RLTrainingJobSpec, prefix: str) -> list[Problem]:
     pools = spec.worker_pools
     problems = []
     names = [p.name for p in pools]
@@ -131,18 +135,17 @@ def check_pools(spec: RLTrainingJobSpec, cfg: BackendConfig, prefix: str) -> lis
                 "use the same perNode in every accelerator pool",
             )
         )
-    problems += _trainer_matches_pools(spec, cfg, prefix)
-    if kinds == {"huawei.com/Ascend910"}:
+    problems += _trainer_matches_pools(spec, prefix)
+    if kinds == {"huawei.com/Ascend910"} and spec.backend_config is not None:
         problems += _npu_limits(spec, join_path(prefix, "backend_config"))
     return problems
 
 
-def _trainer_matches_pools(
-    spec: RLTrainingJobSpec, cfg: BackendConfig, prefix: str
-) -> list[Problem]:
+def _trainer_matches_pools(spec: RLTrainingJobSpec, prefix: str) -> list[Problem]:
+    """The trainer's placement as written (backend_config or sft_config) against the pools."""
     accelerated = accelerator_pools(spec.worker_pools)
-    written = spec.backend_config.trainer
-    bc_trainer = join_path(prefix, "backend_config", "trainer")
+    written = spec.training_config.trainer
+    bc_trainer = join_path(prefix, spec.training_config_key, "trainer")
     problems = []
     if accelerated:
         nodes = sum(p.nodes for p in accelerated)
@@ -163,6 +166,7 @@ def _trainer_matches_pools(
 
 
 def _npu_limits(spec: RLTrainingJobSpec, bc: str) -> list[Problem]:
+    assert spec.backend_config is not None
     arr = spec.backend_config.actor_rollout_ref
     problems = []
     if arr.rollout.name == "sglang":

@@ -1,32 +1,57 @@
 """Validating an SFT config: the same steps as a PPO backend_config, against SFT's schema.
 
-Where an SFT config sits: a bare file whose top level is verl's SFT tree (``model`` and no
-``actor_rollout_ref``), or the ``backend_config`` of a ModelArts envelope with that shape
-(``backend_config/sft.py: looks_like_sft``). Hydra ``_target_`` keys are dropped,
+Where an SFT config sits (``sft_tree_of``, the one place that decides): a bare file whose top
+level is verl's SFT tree (``model`` and no ``actor_rollout_ref``), the ``backend_config`` of a
+ModelArts envelope with that shape (``backend_config/sft.py: looks_like_sft``), or an
+RLTrainingJob's ``spec.sft_config`` (a manifest names it, as it names ``spec.roll_config``: the
+CRD types ``backend_config`` as the PPO tree). Hydra ``_target_`` keys are dropped,
 interpolations resolved by OmegaConf, nulls the schema cannot hold dropped, each key held
-against its fate (``keys/sft.py``), then the schema. The result carries the effective
-``SFTConfig``; ``plan/sft.py`` turns it into the run's plan.
+against its fate (``keys/sft.py``), then the schema; a manifest's placement follows its worker
+pools. The result carries the effective ``SFTConfig``; ``plan/sft.py`` turns it into the plan.
 """
 
 import posixpath
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from kuberl_api.backend_config.sft import SFTConfig, looks_like_sft
-from kuberl_api.effective import VERL_DEFAULT_GPUS_PER_NODE
+from kuberl_api.effective import VERL_DEFAULT_GPUS_PER_NODE, place_on_pools
+from kuberl_api.job import RLTrainingJobSpec
 from kuberl_api.keys import MESSAGE
 from kuberl_api.keys.sft import check_sft_key_fates
+from kuberl_api.platform import WorkerPool
 from kuberl_api.validation.documents import Document, DocumentKind
 from kuberl_api.validation.interpolation import resolve_interpolations
 from kuberl_api.validation.nulls import drop_unset_in
 from kuberl_api.validation.problems import Problem, join_path
+from kuberl_api.validation.rules_placement import check_checkpoint_dir, check_pools
 from kuberl_api.validation.rules_switches import HYDRA_TARGET, strip_hydra_targets
 from kuberl_api.validation.schema_errors import problems_from_validation_error
 
+SFT_CONFIG_KEY = "sft_config"
+_OTHER_CONFIG_KEYS = ("backend_config", "roll_config")
+
+
+@dataclass
+class SFTValidation:
+    config: SFTConfig | None = None
+    """The effective SFT config; None when any problem is an error."""
+    spec: RLTrainingJobSpec | None = None
+    """A manifest's spec, its ``sft_config`` the effective config."""
+    output: str | None = None
+    """af_output_dir (a ModelArts envelope or a manifest)."""
+    problems: list[Problem] = field(default_factory=list)
+    not_honoured: list[str] = field(default_factory=list)
+
 
 def validate_sft_tree(
-    raw: dict[str, Any], prefix: str, *, allow_env: bool = False
+    raw: dict[str, Any],
+    prefix: str,
+    *,
+    allow_env: bool = False,
+    pools: list[WorkerPool] | None = None,
 ) -> tuple[SFTConfig | None, list[Problem], list[str]]:
     """The effective SFT config (None on errors), every problem, and keys set without effect."""
     tree, has_targets = strip_hydra_targets(raw)
@@ -43,15 +68,18 @@ def validate_sft_tree(
         parsed = SFTConfig.model_validate(resolved)
     except ValidationError as err:
         return None, problems + problems_from_validation_error(err, SFTConfig, prefix), []
-    _fill_placement(parsed)
+    _fill_placement(parsed, pools)
     problems += _check_batches(parsed, prefix)
     if any(p.is_error for p in problems):
         return None, problems, not_honoured
     return parsed, problems, not_honoured
 
 
-def _fill_placement(cfg: SFTConfig) -> None:
-    """As for RL (``effective.py``): one node of verl's default 8 devices unless written."""
+def _fill_placement(cfg: SFTConfig, pools: list[WorkerPool] | None) -> None:
+    """As for RL (``effective.py``): what the pools give, else one node of verl's default 8
+    devices, unless written."""
+    if pools:
+        place_on_pools(cfg.trainer, pools)
     cfg.trainer.nnodes = cfg.trainer.nnodes or 1
     cfg.trainer.n_gpus_per_node = cfg.trainer.n_gpus_per_node or VERL_DEFAULT_GPUS_PER_NODE
 
@@ -69,43 +97,82 @@ def _check_batches(cfg: SFTConfig, prefix: str) -> list[Problem]:
     return [Problem(path, "does not split evenly over the ranks", fix, batch)]
 
 
-def sft_tree_of(doc: Document) -> tuple[dict[str, Any], str] | None:
+def sft_tree_of(doc: Document) -> tuple[Any, str] | None:
     """The SFT config a document holds and its path, or None when it holds none."""
     if doc.kind is DocumentKind.SFT:
         return doc.body, doc.prefix
+    if doc.kind is DocumentKind.MANIFEST and SFT_CONFIG_KEY in doc.body:
+        return doc.body[SFT_CONFIG_KEY], join_path(doc.prefix, SFT_CONFIG_KEY)
     backend = doc.body.get("backend_config")
     if doc.kind in (DocumentKind.MODELARTS, DocumentKind.MANIFEST) and looks_like_sft(backend):
         return backend, join_path(doc.prefix, "backend_config")
     return None
 
 
-def validate_sft_document(
-    doc: Document, allow_env: bool
-) -> tuple[SFTConfig | None, str | None, list[Problem], list[str]]:
-    """(effective config, af_output_dir, problems, keys without effect) of an SFT document."""
+def validate_sft_document(doc: Document, allow_env: bool) -> SFTValidation:
     found = sft_tree_of(doc)
     assert found is not None, "not an SFT document"
     tree, prefix = found
     if doc.kind is DocumentKind.MANIFEST:
-        problem = Problem(
-            prefix,
-            "an SFT config cannot run as an RLTrainingJob yet",
-            "run it with `kuberl train FILE` (a bare SFT config or a ModelArts envelope)",
-        )
-        return None, None, [problem], []
-    problems: list[Problem] = []
-    af_output_dir = doc.body.get("af_output_dir") if doc.kind is DocumentKind.MODELARTS else None
+        return _validate_manifest(doc, tree, prefix, allow_env)
+    out = SFTValidation()
     if doc.kind is DocumentKind.MODELARTS:
-        problems += _check_envelope(doc.body)
-    cfg, tree_problems, not_honoured = validate_sft_tree(tree, prefix, allow_env=allow_env)
-    problems += tree_problems
-    if cfg is not None and af_output_dir:
-        cfg.trainer.default_local_dir = posixpath.join(
-            af_output_dir, cfg.trainer.default_local_dir or "checkpoints"
-        )
-    if any(p.is_error for p in problems):
-        cfg = None
-    return cfg, af_output_dir, problems, not_honoured
+        out.output = doc.body.get("af_output_dir")
+        out.problems += _check_envelope(doc.body)
+    cfg, tree_problems, out.not_honoured = validate_sft_tree(tree, prefix, allow_env=allow_env)
+    out.problems += tree_problems
+    if cfg is not None and out.output:
+        _place_checkpoints(cfg, out.output)
+    if not any(p.is_error for p in out.problems):
+        out.config = cfg
+    return out
+
+
+def _validate_manifest(doc: Document, tree: Any, prefix: str, allow_env: bool) -> SFTValidation:
+    """``spec.sft_config`` beside the platform part of the spec (pools, storage, run policy)."""
+    out = SFTValidation()
+    if prefix != join_path(doc.prefix, SFT_CONFIG_KEY):
+        why = "an SFT config (top-level model, no actor_rollout_ref) goes under spec.sft_config"
+        out.problems.append(Problem(prefix, why, "rename backend_config to sft_config"))
+        return out
+    others = [key for key in _OTHER_CONFIG_KEYS if key in doc.body]
+    if others:
+        why = "a spec holds one of backend_config, roll_config and sft_config"
+        out.problems.append(Problem(prefix, why, f"remove {' and '.join(others)}"))
+        return out
+    if not isinstance(tree, dict):
+        fix = "write verl's SFT config under it (data, model, optim, trainer, ...)"
+        out.problems.append(Problem(prefix, "must be a mapping", fix, tree))
+        return out
+    platform = {k: v for k, v in doc.body.items() if k != SFT_CONFIG_KEY}
+    spec = None
+    try:
+        spec = RLTrainingJobSpec.model_validate(platform)
+    except ValidationError as err:
+        out.problems += problems_from_validation_error(err, RLTrainingJobSpec, doc.prefix)
+    pools = spec.worker_pools if spec else None
+    cfg, tree_problems, out.not_honoured = validate_sft_tree(
+        tree, prefix, allow_env=allow_env, pools=pools
+    )
+    out.problems += tree_problems
+    if spec is not None and spec.engine_kwargs.vllm:
+        where = join_path(doc.prefix, "engine_kwargs")
+        out.problems.append(Problem(where, "not used by an SFT job (no rollout)", "remove it"))
+    if spec is not None and cfg is not None:
+        _place_checkpoints(cfg, spec.af_output_dir)
+        spec.sft_config = cfg
+        out.problems += check_checkpoint_dir(cfg, prefix, spec.af_output_dir)
+        out.problems += check_pools(spec, doc.prefix)
+    if not any(p.is_error for p in out.problems):
+        out.config, out.spec, out.output = cfg, spec, spec.af_output_dir if spec else None
+    return out
+
+
+def _place_checkpoints(cfg: SFTConfig, af_output_dir: str) -> None:
+    """Checkpoints under af_output_dir (``checkpoints/`` unless written), as for RL."""
+    cfg.trainer.default_local_dir = posixpath.join(
+        af_output_dir, cfg.trainer.default_local_dir or "checkpoints"
+    )
 
 
 def _check_envelope(body: dict[str, Any]) -> list[Problem]:

@@ -56,6 +56,11 @@ class ValidationResult:
     """The effective SFT config, for an SFT document (``validation/sft.py``)."""
 
     @property
+    def effective_config(self) -> BackendConfig | SFTConfig | None:
+        """What the job trains from: the effective backend_config, or the SFT config."""
+        return self.sft_config or self.backend_config
+
+    @property
     def errors(self) -> list[Problem]:
         return [p for p in self.problems if p.is_error]
 
@@ -78,7 +83,8 @@ def validate_document(doc: Document, *, allow_env: bool = False) -> ValidationRe
     result = ValidationResult(doc)
     if sft_tree_of(doc) is not None:
         sft = validate_sft_document(doc, allow_env)
-        result.sft_config, result.af_output_dir, result.problems, result.not_honoured = sft
+        result.sft_config, result.spec, result.af_output_dir = sft.config, sft.spec, sft.output
+        result.problems, result.not_honoured = sft.problems, sft.not_honoured
         return result
     translated = translate_roll_document(doc)
     if translated is None:
@@ -125,6 +131,10 @@ def _validate(doc: Document, result: ValidationResult, allow_env: bool) -> None:
     result.problems += [
         Problem(join_path(bc, *r.key.split(".")), MESSAGE, r.fix, r.value) for r in keys.refused
     ]
+    if doc.kind is DocumentKind.MANIFEST and "backend_config" not in body:
+        fix = "add backend_config (verl PPO/GRPO), roll_config (ROLL) or sft_config (verl SFT)"
+        result.problems.append(Problem(bc, "required key is missing", fix))
+        return
     model = _MODEL_BY_KIND[doc.kind]
     try:
         parsed = model.model_validate(body)
@@ -150,7 +160,7 @@ def _check_semantics(result: ValidationResult, parsed: BaseModel, bc: str) -> No
         result.problems += check_checkpoint_dir(effective, bc, parsed.af_output_dir)
     if isinstance(parsed, RLTrainingJobSpec):
         result.spec = parsed
-        result.problems += check_pools(parsed, effective, result.document.prefix)
+        result.problems += check_pools(parsed, result.document.prefix)
     result.problems += check_batch_sizes(effective, bc)
     result.problems += check_parallelism(effective, bc)
     result.problems += check_algorithm(effective, bc)

@@ -1,8 +1,10 @@
 """``build_submission``: the Ray Jobs API payload of one attempt.
 
-What an attempt runs is decided by its run plan (``kuberl_api.plan``): the operator builds it
-from the validated job, with resume switched on from the second attempt. The entrypoint is
-``kuberl train <file>``; the file is the plan's source, the effective config, carried in the
+What an attempt runs is decided by its run plan (``kuberl_api.plan``; an SFT job's
+``SFTPlan``): the operator builds it from the validated job, with resume switched on from the
+second attempt. The entrypoint is ``kuberl train <file>``; the file is the plan's source, the
+effective config as a ModelArts envelope (``af_output_dir`` + ``backend_config``, which holds
+the SFT tree for an SFT job: ``kuberl train`` tells it by its shape), carried in the
 submission's runtime_env and written by the entrypoint itself (no side channel). The runtime
 validates it again and builds the same plan (``tests/operator/test_submission_plan.py``).
 """
@@ -13,7 +15,9 @@ import shlex
 from typing import Any
 
 from kuberl_api.backend_config import BackendConfig
+from kuberl_api.backend_config.sft import SFTConfig
 from kuberl_api.plan import RunPlan, build_run_plan
+from kuberl_api.plan.sft import SFTPlan, build_sft_plan
 from kuberl_api.validation.deprecations import DEPRECATED_KEYS
 from kuberl_api.yamlio import dump_yaml
 from kuberl_operator.builders.common import JobRef
@@ -23,19 +27,23 @@ CONFIG_ENV = "KUBERL_CONFIG_YAML"
 CONFIG_DIR = ".kuberl"
 
 
-def plan_for_attempt(effective: BackendConfig, af_output_dir: str, attempt: int) -> RunPlan:
+def plan_for_attempt(
+    effective: BackendConfig | SFTConfig, af_output_dir: str, attempt: int
+) -> RunPlan | SFTPlan:
     """From the second attempt on, training resumes from the newest complete checkpoint."""
     cfg = effective.model_copy(deep=True)
     if attempt > 1:
         cfg.trainer.resume_mode = "auto"
+    if isinstance(cfg, SFTConfig):
+        return build_sft_plan(cfg, af_output_dir)
     return build_run_plan(cfg, af_output_dir)
 
 
-def render_config(plan: RunPlan) -> str:
+def render_config(plan: RunPlan | SFTPlan) -> str:
     """The plan's source, every key of the effective config, except deprecated ones (already
     converted)."""
     tree = copy.deepcopy(plan.source)
-    for node_path, key, _ in DEPRECATED_KEYS:
+    for node_path, key, _ in DEPRECATED_KEYS if isinstance(plan, RunPlan) else ():
         node = tree
         for part in node_path.split("."):
             node = node.get(part) or {}
@@ -61,7 +69,7 @@ def build_entrypoint(path: str) -> str:
 def build_submission(
     job: JobRef,
     af_output_dir: str,
-    effective: BackendConfig,
+    effective: BackendConfig | SFTConfig,
     attempt: int,
     runtime_kubeconfig: str | None = None,
 ) -> dict[str, Any]:

@@ -31,6 +31,8 @@ HEADLINE_METRICS = (
     "actor/entropy",
     "response_length/mean",
     "perf/throughput",
+    "train/loss",  # SFT
+    "val/loss",
 )
 
 

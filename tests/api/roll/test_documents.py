@@ -144,5 +144,5 @@ def test_crd_accepts_roll_config_and_says_exactly_one():
     assert "backend_config" not in spec["required"]
     assert spec["properties"]["roll_config"]["x-kubernetes-preserve-unknown-fields"] is True
     assert spec["x-kubernetes-validations"][0]["rule"] == (
-        "has(self.backend_config) != has(self.roll_config)"
+        "[has(self.backend_config), has(self.roll_config), has(self.sft_config)].exists_one(x, x)"
     )
