@@ -139,17 +139,23 @@ def score_base(out: Path, data: dict[str, Path]) -> float:
     return accuracy(read_metrics(out / "base")[0])
 
 
-def run_sft(out: Path, data: dict[str, Path]) -> list[float]:
-    """examples/demo-sft.yaml from the random model; exports out/sft/huggingface. Its losses."""
-    sft = job(
+def sft_job(data: dict[str, Path], model: Path | str, local_dir: str) -> dict[str, Any]:
+    """examples/demo-sft.yaml on `data`'s SFT files, from `model`, writing to `local_dir` (an
+    RLTrainingJob's spec.sft_config as it is, with a relative `local_dir`)."""
+    return job(
         SFT_JOB,
         {
             "data.train_files": str(data["sft_train"]),
             "data.val_files": str(data["sft_test"]),
-            "model.path": str(data["model"]),
-            "trainer.default_local_dir": str(out / "sft"),
+            "model.path": str(model),
+            "trainer.default_local_dir": local_dir,
         },
     )
+
+
+def run_sft(out: Path, data: dict[str, Path]) -> list[float]:
+    """examples/demo-sft.yaml from the random model; exports out/sft/huggingface. Its losses."""
+    sft = sft_job(data, data["model"], str(out / "sft"))
     kuberl_train(sft, out / "sft.yaml")
     steps = read_metrics(out / "sft")
     return [steps[s]["train/loss"] for s in sorted(steps)]
