@@ -28,6 +28,11 @@ from kuberl_runtime.engine.micro import (
     global_batch_of,
 )
 from kuberl_runtime.engine.model_builder import is_lora, model_device
+from kuberl_runtime.engine.multimodal import (
+    MROPE_POSITION_IDS,
+    MULTI_MODAL_INPUTS,
+    join_multi_modal,
+)
 from kuberl_runtime.engine.optim import build_lr_scheduler, build_optimizer, clip_and_step
 from kuberl_runtime.engine.packing import fixed_micro_batches
 from kuberl_runtime.engine.ulysses import NO_SP, UlyssesGroup
@@ -80,7 +85,7 @@ class Actor:
                 result["entropys"] = out.entropy
             return result
 
-        return forward_in_micro_batches(batch.pick(*_FORWARD_KEYS), batching, run)
+        return forward_in_micro_batches(_forward_view(batch), batching, run)
 
     def compute_ref_log_prob(self, batch: Batch, batching: MicroBatching) -> torch.Tensor:
         """`ref_log_prob`: the reference model, or the actor with its LoRA adapters disabled."""
@@ -97,7 +102,7 @@ class Actor:
             return {"ref_log_prob": self._forward(model, micro, False).log_probs}
 
         with context:
-            out = forward_in_micro_batches(batch.pick(*_FORWARD_KEYS), batching, run)
+            out = forward_in_micro_batches(_forward_view(batch), batching, run)
         return out["ref_log_prob"]
 
     def update_policy(self, batch: Batch) -> dict[str, list[float]]:
@@ -190,11 +195,23 @@ class Actor:
         return loss, metrics
 
     def _forward(self, model: nn.Module, micro: Batch, calculate_entropy: bool):
+        device = model_device(model)
         return forward_responses(
             model,
-            micro.to(model_device(model)).tensors,
+            micro.to(device).tensors,
             temperature=self.settings.temperature,
             calculate_entropy=calculate_entropy,
             use_remove_padding=self.settings.use_remove_padding,
             sp=self.settings.sp,
+            multi_modal=join_multi_modal(micro.objects.get(MULTI_MODAL_INPUTS), device),
         )
+
+
+def _forward_view(batch: Batch) -> Batch:
+    """The forward passes' tensors, and the rows' image inputs for a vision-language batch."""
+    view = batch.pick(
+        *_FORWARD_KEYS, *([MROPE_POSITION_IDS] if MROPE_POSITION_IDS in batch else [])
+    )
+    if MULTI_MODAL_INPUTS in batch.objects:
+        view.objects[MULTI_MODAL_INPUTS] = batch.objects[MULTI_MODAL_INPUTS]
+    return view

@@ -7,10 +7,14 @@ their fp32 gradients never exist; only the logits in the model's dtype and their
 With `use_remove_padding` the valid tokens of all rows are packed into one sequence with
 restarting position ids; the attention kernel (`model_builder.attn_implementation`) then runs
 flash-attention varlen where flash-attn is installed, else SDPA with a block-diagonal mask.
+A vision-language batch adds `mrope_position_ids` (rows, 3, T) and the rows' `multi_modal`
+inputs (pixel values and grids of their images, in row order); the text positions then only
+mark where packed sequences start.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -91,28 +95,39 @@ def forward_responses(
     use_remove_padding: bool = False,
     value_head: bool = False,
     sp: UlyssesGroup | None = None,
+    multi_modal: Mapping[str, torch.Tensor] | None = None,
 ) -> ForwardOutput:
     """Run `model` on (rows, P+L) `input_ids` and return (rows, L) outputs for the responses.
 
     `sp`: this rank's Ulysses group (engine/ulysses.py); with more than one rank in it, the model
-    runs on this rank's slice of every sequence and the outputs are gathered back."""
+    runs on this rank's slice of every sequence and the outputs are gathered back.
+    `multi_modal`: the rows' image inputs (`pixel_values`, `image_grid_thw`), with the batch's
+    `mrope_position_ids`."""
     if sp is not None and sp.size > 1:
+        assert not multi_modal, "image prompts under Ulysses SP are refused at build"
         return _forward_sequence_parallel(
             model, batch, sp, temperature, calculate_entropy, use_remove_padding, value_head
         )
+    extra = dict(multi_modal or {})
     if use_remove_padding:
-        return _forward_packed(model, batch, temperature, calculate_entropy, value_head)
-    return _forward_padded(model, batch, temperature, calculate_entropy, value_head)
+        return _forward_packed(model, batch, temperature, calculate_entropy, value_head, extra)
+    return _forward_padded(model, batch, temperature, calculate_entropy, value_head, extra)
 
 
-def _forward_padded(model, batch, temperature, calculate_entropy, value_head) -> ForwardOutput:
+def _forward_padded(
+    model, batch, temperature, calculate_entropy, value_head, extra
+) -> ForwardOutput:
     responses = batch["responses"]
     length = responses.shape[1]
+    positions = batch["position_ids"]
+    if "mrope_position_ids" in batch:
+        positions = batch["mrope_position_ids"].transpose(0, 1)  # (3, rows, T), as Qwen2-VL takes
     inputs = {
         "input_ids": batch["input_ids"],
         "attention_mask": batch["attention_mask"],
-        "position_ids": batch["position_ids"],
+        "position_ids": positions,
         "use_cache": False,
+        **extra,
     }
     if value_head:
         logits = model(**inputs).logits
@@ -125,17 +140,24 @@ def _forward_padded(model, batch, temperature, calculate_entropy, value_head) ->
     return _policy_outputs(_scale(logits, temperature), responses, calculate_entropy)
 
 
-def _forward_packed(model, batch, temperature, calculate_entropy, value_head) -> ForwardOutput:
+def _forward_packed(
+    model, batch, temperature, calculate_entropy, value_head, extra
+) -> ForwardOutput:
     responses, response_mask = batch["responses"], batch["response_mask"].bool()
     length = responses.shape[1]
     valid = batch["attention_mask"].bool()
     input_ids = batch["input_ids"][valid].unsqueeze(0)
     position_ids = batch["position_ids"][valid].unsqueeze(0)
+    if "mrope_position_ids" in batch:
+        # (4, 1, tokens): the text positions first (they mark where packed sequences restart),
+        # then the three mrope axes: transformers' packed layout for Qwen2-VL.
+        mrope = batch["mrope_position_ids"].transpose(0, 1)[:, valid].unsqueeze(1)
+        position_ids = torch.cat([position_ids.unsqueeze(0), mrope])
     flat_index = (valid.flatten().long().cumsum(0) - 1).view(valid.shape)
     width = valid.shape[1]
     # The position before each response token predicts it.
     predictors = flat_index[:, width - length - 1 : width - 1][response_mask]
-    inputs = {"input_ids": input_ids, "position_ids": position_ids, "use_cache": False}
+    inputs = {"input_ids": input_ids, "position_ids": position_ids, "use_cache": False, **extra}
     if value_head:
         values = model(**inputs).logits[0, predictors, 0].float()
         return ForwardOutput(values=_scatter(values, response_mask))

@@ -16,11 +16,14 @@ Scorer = Callable[..., float]
 BUILTIN_REWARD_KWARGS = ("lenient",)
 
 ARITH_DATA_SOURCE = "kuberl/arith"
+DOTS_DATA_SOURCE = "kuberl/dots"
 
 _SCORERS: dict[str, Scorer] = {
     "openai/gsm8k": gsm8k.compute_score,
     # Our synthetic arithmetic fixtures end with "#### <number>" exactly like GSM8K.
     ARITH_DATA_SOURCE: gsm8k.compute_score,
+    # The synthetic image prompts (testing/dots.py): the dot count after "####".
+    DOTS_DATA_SOURCE: gsm8k.compute_score,
     "lighteval/MATH": math_reward.compute_score,
     "DigitalLearningGmbH/MATH-lighteval": math_reward.compute_score,
     "HuggingFaceH4/MATH-500": math_reward.compute_score,

@@ -13,6 +13,7 @@ from typing import Protocol
 
 import torch
 
+from kuberl_runtime.data.vision import VisionPrompt
 from kuberl_runtime.trainer.batch import Batch
 
 
@@ -37,8 +38,10 @@ class RolloutEngine(Protocol):
         prompt_mask: torch.Tensor,
         params: SamplingParams,
         seeds: Sequence[int],
+        vision: Sequence[VisionPrompt | None] | None = None,
     ) -> torch.Tensor:
-        """(rows, response_length) response ids, pad after the first EOS."""
+        """(rows, response_length) response ids, pad after the first EOS. `vision`: each row's
+        images (None for a text row) when the policy is a vision-language model."""
         ...
 
     def update_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:

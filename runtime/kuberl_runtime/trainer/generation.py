@@ -9,6 +9,8 @@ import torch
 
 from kuberl_runtime.data import PromptSample
 from kuberl_runtime.distributed import RankInfo, all_gather_rows
+from kuberl_runtime.engine.mrope import MRopeSpec, batch_mrope_positions
+from kuberl_runtime.engine.multimodal import MROPE_POSITION_IDS, MULTI_MODAL_INPUTS, image_grids
 from kuberl_runtime.rollout.base import RolloutEngine, SamplingParams, build_response_batch
 from kuberl_runtime.trainer.batch import Batch
 
@@ -50,17 +52,25 @@ def generate_sharded(
     stream: int,
     eos_ids: Sequence[int],
     pad_id: int,
+    mrope: MRopeSpec | None = None,
 ) -> Batch:
-    """Each rank generates a contiguous share of the rows; every rank gets the whole batch back."""
+    """Each rank generates a contiguous share of the rows; every rank gets the whole batch back.
+
+    Image prompts (a vision-language policy, `mrope` its position rule): each row's images go to
+    the rollout, and the batch gains the rows' `multi_modal_inputs` and `mrope_position_ids`
+    for the training and log-prob forwards."""
     num_rows = len(prompts)
     per_rank = -(-num_rows // ranks.world_size)
     padded = list(range(num_rows)) + [0] * (per_rank * ranks.world_size - num_rows)
     mine = padded[ranks.rank * per_rank : (ranks.rank + 1) * per_rank]
     seeds = [row_seed(seed, stream, row) for row in mine]
     index = torch.tensor(mine, dtype=torch.long)
+    vision = [sample.vision for sample in prompts.objects["sample"]]
+    has_images = any(v is not None for v in vision)
+    extra = {"vision": [vision[row] for row in mine]} if has_images else {}
     rollout.wake_up()
     local = rollout.generate(
-        prompts["prompts"][index], prompts["prompt_mask"][index], params, seeds
+        prompts["prompts"][index], prompts["prompt_mask"][index], params, seeds, **extra
     )
     rollout.sleep()
     responses = all_gather_rows(local)[:num_rows]
@@ -73,4 +83,11 @@ def generate_sharded(
         ignore_eos=params.ignore_eos,
     )
     batch.objects = dict(prompts.objects)
+    if has_images:
+        assert mrope is not None, "image prompts need a vision-language policy"
+        inputs = [v.inputs if v is not None else None for v in vision]
+        batch.objects[MULTI_MODAL_INPUTS] = inputs
+        batch[MROPE_POSITION_IDS] = batch_mrope_positions(
+            batch["input_ids"], batch["attention_mask"], image_grids(inputs), mrope
+        )
     return batch

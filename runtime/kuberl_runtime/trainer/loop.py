@@ -27,6 +27,7 @@ from kuberl_runtime.checkpoint.export import export_hf_model, write_hf_metadata
 from kuberl_runtime.checkpoint.manager import CheckpointManager
 from kuberl_runtime.distributed import all_gather_rows
 from kuberl_runtime.engine.micro import MicroBatching
+from kuberl_runtime.engine.mrope import MRopeSpec
 from kuberl_runtime.faults import maybe_crash
 from kuberl_runtime.rollout.base import SamplingParams
 from kuberl_runtime.tracking import (
@@ -292,6 +293,7 @@ class Trainer:
             stream=stream,
             eos_ids=self.c.rollout.eos_ids,
             pad_id=self.c.rollout.pad_id,
+            mrope=MRopeSpec.of(self.c.actor.model.config),
         )
 
     def _reward_model_scores(self, batch: Batch) -> list[float] | None:
@@ -364,7 +366,7 @@ class Trainer:
             top_p=val.top_p,
             do_sample=val.do_sample,
         )
-        samples = list(self.c.val_data.samples)
+        samples = self.c.val_data.batch(range(len(self.c.val_data)))
         prompts = prompt_batch(samples, val.n, self._prompt_length, self.c.rollout.pad_id, "val")
         batch = self._generate(prompts, params, stream=VALIDATION_STREAM + self.global_step)
         model_scores = self._reward_model_scores(batch)
