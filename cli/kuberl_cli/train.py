@@ -28,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kuberl_runtime.config import load_run_config
+    from kuberl_runtime.dryrun.from_plan import JobDoesNotFit
     from kuberl_runtime.launcher.local import LaunchError
     from kuberl_runtime.launcher.select import launch
     from kuberl_runtime.reporting.driver_log import persist_driver_log
@@ -44,6 +45,6 @@ def run(args: argparse.Namespace) -> int:
         for problem in err.problems:
             print(f"{args.config}: error: {problem.render()}", file=sys.stderr)
         return 2
-    except LaunchError as err:
+    except (LaunchError, JobDoesNotFit) as err:  # JobDoesNotFit: a one-rank run, in-process
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -112,3 +112,14 @@ class ActorConfig(VerlActorKeys):
     optim: OptimConfig = Field(default_factory=OptimConfig)
     fsdp_config: FSDPConfig = Field(default_factory=FSDPConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+
+    # ---- kuberl extension (issue 15): not a verl key, off by default (verl 0.9.1 always
+    # recomputes π_old). Needs an exactly on-policy update (validation/rules_batch.py).
+    on_policy_shortcut: bool = Field(
+        False,
+        description=(
+            "Skip the old-log-prob forward when the update is exactly on-policy (ppo_epochs 1, "
+            "one mini-batch per step, no KL in reward): π_old is the update pass's own detached "
+            "log-prob and actor/entropy comes from the update pass, as in TRL at one iteration."
+        ),
+    )

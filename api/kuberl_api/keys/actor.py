@@ -44,6 +44,7 @@ ACTOR_KEYS = [
     no_effect(A + "entropy_from_logits_with_chunking", "kuberl always computes entropy in chunks"),
     refused(A + "entropy_checkpointing", "not supported; remove it or set false"),
     honoured(A + "use_remove_padding", COMPONENTS),
+    honoured(A + "on_policy_shortcut", LOOP),  # kuberl extension (issue 15)
     refused(
         A + "use_fused_kernels",
         "fused log-prob kernels are not supported; remove it",

@@ -208,6 +208,7 @@ def actor_section(actor: ActorConfig, n: int, dp_size: int) -> ActorPlan:
         kl_loss_type=actor.kl_loss_type,
         ppo_epochs=actor.ppo_epochs,
         use_remove_padding=bool(actor.use_remove_padding),
+        on_policy_shortcut=actor.on_policy_shortcut,
         optim=_optim(actor.optim),
         fsdp_config=_fsdp(actor.fsdp_config),
         checkpoint=_checkpoint(actor.checkpoint),

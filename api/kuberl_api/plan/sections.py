@@ -144,6 +144,8 @@ class ActorPlan(Frozen):
     kl_loss_type: str
     ppo_epochs: int
     use_remove_padding: bool
+    on_policy_shortcut: bool
+    """kuberl extension: no old-log-prob forward; validated to hold only for on-policy updates."""
     optim: OptimPlan
     fsdp_config: FSDPPlan
     checkpoint: CheckpointPlan

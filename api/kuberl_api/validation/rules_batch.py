@@ -47,6 +47,7 @@ def check_batch_sizes(cfg: BackendConfig, bc: str) -> list[Problem]:
             bc=bc,
         )
     problems += _forward_micro_batches(cfg, bc)
+    problems += _on_policy_shortcut(cfg, bc)
     problems += _token_budgets(cfg, bc)
     return problems
 
@@ -104,6 +105,35 @@ def _mini_batch(
             )
         ]
     return []
+
+
+def _on_policy_shortcut(cfg: BackendConfig, bc: str) -> list[Problem]:
+    """actor.on_policy_shortcut (kuberl extension) holds only for an exactly on-policy update:
+    one epoch over one mini-batch, whose π_old is the policy the update starts from, and no
+    consumer of π_old before the update (KL in reward)."""
+    actor = cfg.actor_rollout_ref.actor
+    if not actor.on_policy_shortcut:
+        return []
+    reasons = []
+    if actor.ppo_epochs != 1:
+        reasons.append(f"actor.ppo_epochs is {actor.ppo_epochs} (needs 1)")
+    if actor.ppo_mini_batch_size < cfg.data.train_batch_size:
+        reasons.append(
+            f"actor.ppo_mini_batch_size {actor.ppo_mini_batch_size} < data.train_batch_size "
+            f"{cfg.data.train_batch_size} (needs one mini-batch per step)"
+        )
+    if cfg.algorithm.use_kl_in_reward:
+        reasons.append("algorithm.use_kl_in_reward is true (its KL needs π_old before the update)")
+    if not reasons:
+        return []
+    return [
+        Problem(
+            join_path(bc, "actor_rollout_ref", "actor", "on_policy_shortcut"),
+            "the update is not exactly on-policy: " + "; ".join(reasons),
+            "set on_policy_shortcut to false, or make the update on-policy as listed",
+            True,
+        )
+    ]
 
 
 def _forward_micro_batches(cfg: BackendConfig, bc: str) -> list[Problem]:

@@ -25,6 +25,7 @@ from kuberl_runtime.algorithms import GlobalBatch
 from kuberl_runtime.device import Device
 from kuberl_runtime.dryrun.packed import FLASH_VARLEN, FullMasks, sequences_of
 from kuberl_runtime.dryrun.probes import FLOP_FORMULAS, CollectiveBytes, LargestAllocation
+from kuberl_runtime.dryrun.shapes import ACCELERATORS
 from kuberl_runtime.engine.actor import Actor, ActorSettings
 from kuberl_runtime.engine.fsdp import apply_fsdp, torch_dtype
 from kuberl_runtime.engine.init import load_from_rank0
@@ -61,6 +62,15 @@ class DryRunInput:
     rollout_dtype: str = "bf16"
     gpu_memory_utilization: float = 0.5
     accelerator: str = "H100"
+    # The device's own memory when known (the runtime's check reads it from torch); else the
+    # table's figure for `accelerator`.
+    accelerator_memory_gib: float | None = None
+
+    @property
+    def capacity_gib(self) -> float:
+        if self.accelerator_memory_gib is not None:
+            return self.accelerator_memory_gib
+        return ACCELERATORS[self.accelerator]
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 
 from kuberl_runtime.dryrun.run import DryRunReport, GiB
-from kuberl_runtime.dryrun.shapes import ACCELERATORS
 
 # Beyond what the dry run tracks: the CUDA/HCCL context, collective buffers, and what vLLM keeps
 # on the device while asleep. An allowance, not a measurement.
@@ -40,7 +39,7 @@ class FitVerdict:
 
 def check_fit(report: DryRunReport) -> FitVerdict:
     spec = report.input
-    capacity = ACCELERATORS[spec.accelerator]
+    capacity = spec.capacity_gib
     budget = capacity * HEADROOM
     problems: list[str] = []
     peak_phase = max(report.phases, key=lambda p: p.peak_bytes)
@@ -86,7 +85,7 @@ def _training_advice(report: DryRunReport, phase: str, budget: float) -> str:
     static = report.static_bytes / GiB + OVERHEAD_GIB
     text = (
         f"phase {phase} peaks at {peak:.1f} GiB per device, over {budget:.1f} GiB "
-        f"({HEADROOM:.0%} of {ACCELERATORS[spec.accelerator]:.1f} GiB on {spec.accelerator})"
+        f"({HEADROOM:.0%} of {spec.capacity_gib:.1f} GiB on {spec.accelerator})"
     )
     if static >= budget or phase not in _KNOBS:
         return text + (
@@ -139,7 +138,7 @@ def format_report(report: DryRunReport) -> str:
     spec = report.input
     lines = [
         f"model {report.parameters / 1e9:.2f}B parameters, world {spec.world_size}, "
-        f"{spec.accelerator} ({ACCELERATORS[spec.accelerator]:.1f} GiB), "
+        f"{spec.accelerator} ({spec.capacity_gib:.1f} GiB), "
         f"prompt {spec.prompt_length} + response {spec.response_length}",
         f"resident per rank (sharded params, optimizer, reference): "
         f"{report.static_bytes / GiB:.2f} GiB",

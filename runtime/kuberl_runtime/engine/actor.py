@@ -106,9 +106,28 @@ class Actor:
         return out["ref_log_prob"]
 
     def update_policy(self, batch: Batch) -> dict[str, list[float]]:
+        """PPO epochs over the mini-batches; π_old is the batch's `old_log_probs` (verl 0.9.1)."""
+        return self._update(batch, entropys=None)
+
+    def update_policy_on_policy(self, batch: Batch) -> tuple[dict[str, list[float]], torch.Tensor]:
+        """The update of an exactly on-policy step (`on_policy_shortcut`; one epoch, one
+        mini-batch): π_old is each micro-batch's own log-prob, detached, before the one optimizer
+        step, so no old-log-prob forward is needed (TRL at one iteration). Also returns every
+        row's per-token entropy under that same policy, for `actor/entropy`."""
+        cfg = self.cfg
+        if cfg.ppo_epochs != 1 or len(batch) > cfg.mini_batch_rows_per_rank:
+            raise ValueError(
+                f"the on-policy update needs one epoch over one mini-batch: ppo_epochs "
+                f"{cfg.ppo_epochs}, {len(batch)} rows > {cfg.mini_batch_rows_per_rank} per "
+                "mini-batch"
+            )
+        entropys = torch.zeros(batch["responses"].shape, dtype=torch.float32)
+        return self._update(batch, entropys=entropys), entropys
+
+    def _update(self, batch: Batch, entropys: torch.Tensor | None) -> dict[str, list[float]]:
+        """`entropys` given: on-policy (π_old = π_θ.detach()); filled with each row's entropy."""
         cfg = self.cfg
         metrics: dict[str, list[float]] = defaultdict(list)
-        # π_old is always the batch's old_log_probs (verl 0.9.1 has no on-policy shortcut).
         mini_batches = fixed_micro_batches(len(batch), cfg.mini_batch_rows_per_rank)
         batching = MicroBatching(
             cfg.ppo_micro_batch_size_per_gpu,
@@ -130,7 +149,11 @@ class Actor:
                 summed: dict[str, float] = defaultdict(float)
                 for micro_rows in batching.split(mini):
                     micro = mini.select(micro_rows)
-                    micro_metrics = self.backward_micro(micro, global_batch)
+                    if entropys is None:
+                        micro_metrics = self.backward_micro(micro, global_batch)
+                    else:
+                        micro_metrics, entropy = self._backward_on_policy(micro, global_batch)
+                        entropys[torch.as_tensor(rows)[micro_rows]] = entropy.float().cpu()
                     for key, value in micro_metrics.items():
                         if key in SUMMED_METRICS:
                             summed[key] += float(value)
@@ -146,21 +169,37 @@ class Actor:
 
     def backward_micro(self, micro: Batch, global_batch: GlobalBatch) -> dict[str, torch.Tensor]:
         """Loss of one micro-batch in the mini-batch's global-batch form, backpropagated."""
-        loss, metrics = self._loss(micro.to(model_device(self.model)), global_batch)
+        loss, metrics, _ = self._loss(micro.to(model_device(self.model)), global_batch)
         loss.backward()
         return metrics
 
-    def _loss(
+    def _backward_on_policy(
         self, micro: Batch, global_batch: GlobalBatch
-    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        loss, metrics, entropy = self._loss(
+            micro.to(model_device(self.model)), global_batch, on_policy=True
+        )
+        loss.backward()
+        assert entropy is not None
+        return metrics, entropy
+
+    def _loss(
+        self, micro: Batch, global_batch: GlobalBatch, on_policy: bool = False
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor | None]:
+        """The micro-batch's loss and metrics, and its per-token entropy (detached) if computed.
+
+        `on_policy`: π_old is this pass's own log-prob, detached (ratio 1), and the entropy is
+        always computed (the step's `actor/entropy`), entering the loss only with entropy_coeff.
+        """
         cfg = self.cfg
         mask = micro["response_mask"]
         need_entropy = cfg.entropy_coeff != 0 or cfg.calculate_entropy
-        out = self._forward(self.model, micro, need_entropy)
+        out = self._forward(self.model, micro, need_entropy or on_policy)
         assert out.log_probs is not None
+        old_log_prob = out.log_probs.detach() if on_policy else micro["old_log_probs"]
         loss, metrics = compute_policy_loss(
             cfg.policy_loss.loss_mode,
-            old_log_prob=micro["old_log_probs"],
+            old_log_prob=old_log_prob,
             log_prob=out.log_probs,
             advantages=micro["advantages"],
             response_mask=mask,
@@ -173,7 +212,7 @@ class Actor:
             global_batch=global_batch,
         )
         metrics = dict(metrics)
-        if out.entropy is not None:
+        if need_entropy:
             entropy = agg_loss(
                 out.entropy, mask, cfg.loss_agg_mode, cfg.loss_scale_factor, global_batch
             )
@@ -192,7 +231,7 @@ class Actor:
             loss = loss + cfg.kl_loss_coef * kl
             metrics.update(kl_metrics)
             metrics["actor/kl_coef"] = torch.tensor(cfg.kl_loss_coef)
-        return loss, metrics
+        return loss, metrics, None if out.entropy is None else out.entropy.detach()
 
     def _forward(self, model: nn.Module, micro: Batch, calculate_entropy: bool):
         device = model_device(model)

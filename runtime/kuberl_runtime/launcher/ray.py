@@ -190,7 +190,7 @@ def launch_ray(run: RunConfig) -> int:
         return 0
     except RankFailed as err:
         logger.error("%s; the other ranks were stopped", err)
-        return 1
+        return 2 if _config_error(err.__cause__) else 1
     finally:
         for actor in actors:
             ray.kill(actor)
@@ -248,6 +248,14 @@ def _wait_all(runs: dict[Any, RankPlacement]) -> None:
                 ray.get(ref)
             except Exception as err:  # a dead actor or the rank's own exception
                 raise RankFailed(describe_failure(runs[ref], err)) from err
+
+
+def _config_error(error: BaseException | None) -> bool:
+    """Rank 0's memory check refused the job: a configuration error (exit 2), not a crash."""
+    from kuberl_runtime.dryrun.from_plan import JobDoesNotFit
+
+    cause = getattr(error, "cause", None)  # RayTaskError wraps the rank's own exception
+    return isinstance(cause if isinstance(cause, BaseException) else error, JobDoesNotFit)
 
 
 def _device_order(device_id: str) -> tuple[int, str]:

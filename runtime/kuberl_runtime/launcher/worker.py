@@ -7,6 +7,7 @@ WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT in the environment (set by a
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -17,6 +18,7 @@ from kuberl_api.plan.sft import SFTPlan
 from kuberl_runtime.config import RunConfig
 from kuberl_runtime.device import resolve_device, threads_per_rank
 from kuberl_runtime.distributed import init_distributed, shutdown_distributed
+from kuberl_runtime.dryrun.from_plan import JobDoesNotFit, check_memory_plan
 from kuberl_runtime.tracking.progress import progress_reporter_from_env
 
 
@@ -31,6 +33,9 @@ def run_worker(run: RunConfig) -> None:
     warnings.filterwarnings("ignore", message=r"FSDP2-wrapped module .* returned a view tensor")
     plan = run.plan
     device = resolve_device(plan.placement.device)
+    if not isinstance(plan, SFTPlan) and os.environ.get("RANK", "0") == "0":
+        # Fail fast, before the process group and any weight (the others wait in its rendezvous).
+        check_memory_plan(plan, device.type)
     ranks = init_distributed(device, timeout_s=plan.placement.nccl_timeout)
     if device.type == "cpu":
         torch.set_num_threads(threads_per_rank(ranks.world_size))
@@ -57,7 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    run_worker(RunConfig.from_json(Path(args[0]).read_text()))
+    try:
+        run_worker(RunConfig.from_json(Path(args[0]).read_text()))
+    except JobDoesNotFit as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2  # a configuration error, as `kuberl train` reports one
     return 0
 
 

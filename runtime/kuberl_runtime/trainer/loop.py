@@ -184,16 +184,10 @@ class Trainer:
     ) -> dict[str, float]:
         plan, actor, critic = self.plan, self.c.actor, self.c.critic
         metrics: dict[str, list[float]] = {}
-        with M.timer("old_log_prob", timings):
-            # Entropy is always measured here: verl reports `actor/entropy` from this pass.
-            out = self._on_shards(
-                batch,
-                lambda local: actor.compute_log_prob(
-                    local, self._log_prob_batching(), calculate_entropy=True
-                ),
-            )
-            batch["old_log_probs"] = out["old_log_probs"]
-            entropy = agg_loss(out["entropys"], batch["response_mask"], plan.actor.loss_agg_mode)
+        updates = plan.trainer.critic_warmup <= step
+        # on_policy_shortcut (validated on-policy): the update's own pass stands in for π_old.
+        on_policy = plan.actor.on_policy_shortcut and updates
+        entropys = None if on_policy else self._old_log_probs(batch, timings)
         if plan.ref.enabled:
             with M.timer("ref", timings):
                 batch["ref_log_prob"] = self._on_shards(
@@ -215,14 +209,36 @@ class Trainer:
         if critic is not None and not skip:
             with M.timer("update_critic", timings):
                 metrics.update(critic.update_critic(local))
-        if plan.trainer.critic_warmup <= step and not skip:
+        if updates and not skip:
             with M.timer("update_actor", timings):
-                metrics.update(actor.update_policy(local))
+                if on_policy:
+                    update_metrics, local_entropys = actor.update_policy_on_policy(local)
+                    entropys = self._gather_local(len(batch), {"entropys": local_entropys})
+                    entropys = entropys["entropys"]
+                else:
+                    update_metrics = actor.update_policy(local)
+                metrics.update(update_metrics)
             with M.timer("update_weights", timings):
                 self.sync_rollout_weights()
+        if entropys is None:  # on-policy, but ROLL's masks left no row to update: measure it
+            entropys = self._old_log_probs(batch, timings)
         reduced = M.reduce_across_ranks(metrics)
+        # verl reports `actor/entropy` over the whole batch, from the old-log-prob pass.
+        entropy = agg_loss(entropys, batch["response_mask"], plan.actor.loss_agg_mode)
         reduced["actor/entropy"] = float(entropy)
         return {**reduced, **scalar_metrics}
+
+    def _old_log_probs(self, batch: Batch, timings: dict[str, float]) -> torch.Tensor:
+        """The old-log-prob pass (π_old into the batch); returns every row's per-token entropy."""
+        with M.timer("old_log_prob", timings):
+            out = self._on_shards(
+                batch,
+                lambda local: self.c.actor.compute_log_prob(
+                    local, self._log_prob_batching(), calculate_entropy=True
+                ),
+            )
+        batch["old_log_probs"] = out["old_log_probs"]
+        return out["entropys"]
 
     def _compute_advantages(self, batch: Batch) -> dict[str, float]:
         algo = self.plan.algorithm
@@ -314,14 +330,19 @@ class Trainer:
     def _on_shards(self, batch: Batch, fn: Any) -> dict[str, torch.Tensor]:
         """Run `fn` on this rank's rows and reassemble every output over the whole batch (the
         ranks of an SP group return the same rows with the same values)."""
+        return self._gather_local(len(batch), fn(batch.select(self._local_rows(len(batch)))))
+
+    def _gather_local(
+        self, num_rows: int, outputs: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """Every rank's `outputs` for its `_local_rows`, reassembled over all `num_rows` rows."""
         world = self.c.ranks.world_size
-        order = [row for r in range(world) for row in self._local_rows(len(batch), r)]
-        outputs = fn(batch.select(self._local_rows(len(batch))))
+        order = [row for r in range(world) for row in self._local_rows(num_rows, r)]
         index = torch.tensor(order)
         result = {}
         for key, value in outputs.items():
             gathered = all_gather_rows(value)
-            full = gathered.new_empty((len(batch), *gathered.shape[1:]))
+            full = gathered.new_empty((num_rows, *gathered.shape[1:]))
             full[index] = gathered
             result[key] = full
         return result
