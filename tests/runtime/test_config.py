@@ -73,6 +73,6 @@ def test_a_backend_config_dict_is_validated_and_planned():
 
     tree = yaml.safe_load((REPO / "examples" / "demo.yaml").read_text())
     assert run_config_from_dict(tree).plan.placement.world_size == 2
-    tree["data"]["image_key"] = "pixels"
+    tree["data"]["validation_shuffle"] = True  # a refused key
     with pytest.raises(SpecInvalid):
         run_config_from_dict(tree)

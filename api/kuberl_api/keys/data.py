@@ -1,7 +1,7 @@
 """Fates of ``data.*``."""
 
 from kuberl_api.keys.entry import honoured, no_effect, refused
-from kuberl_api.keys.where import COMPONENTS, CUSTOM_DATASET, INHERIT, PLAN
+from kuberl_api.keys.where import COMPONENTS, CUSTOM_DATASET, DATASET, INHERIT, PLAN
 
 KEYS = [
     honoured("data.tokenizer", COMPONENTS),
@@ -12,8 +12,9 @@ KEYS = [
     honoured("data.val_max_samples", COMPONENTS),
     honoured("data.prompt_key", COMPONENTS),
     honoured("data.reward_fn_key", COMPONENTS),
-    refused("data.image_key", "multimodal input is not supported yet (issue 16); remove it"),
-    refused("data.video_key", "multimodal input is not supported yet (issue 16); remove it"),
+    honoured("data.image_key", DATASET),
+    # Read to refuse rows that hold videos (video prompts are not supported yet).
+    honoured("data.video_key", DATASET),
     honoured("data.max_prompt_length", COMPONENTS),
     honoured("data.max_response_length", PLAN),
     honoured("data.train_batch_size", COMPONENTS),

@@ -1,13 +1,15 @@
 """Fates of the verl 0.9.1 keys kuberl accepts only so verl's configs read as written.
 
-The keys are declared in ``backend_config/verl_keys.py`` with verl's defaults. None is
-implemented: each is refused when set to anything but verl's default, or has no effect by
+The keys are declared in ``backend_config/verl_keys.py`` with verl's defaults. Apart from the
+multimodal ones (``data.return_multi_modal_inputs``, ``data.mm_processor_kwargs``,
+``actor.freeze_vision_tower``: issue 16) none is implemented: each is refused when set to anything but verl's default, or has no effect by
 nature (profilers, tracing, mirrors verl fills from another key by interpolation). Feature
 subtrees with an on/off switch are listed as no effect while off; switching one on is refused
 by ``validation/rules_switches.py`` (path, value, fix).
 """
 
-from kuberl_api.keys.entry import KeyEntry, no_effect, refused
+from kuberl_api.keys.entry import KeyEntry, honoured, no_effect, refused
+from kuberl_api.keys.where import DATASET, MODEL_BUILDER
 
 AR = "actor_rollout_ref."
 FSDP_PARENTS = [
@@ -20,7 +22,6 @@ NOT_YET = "not supported by kuberl yet; remove it or leave verl's default"
 SWITCHED = "inert while its switch is off (verl's default); switching it on is refused"
 PROFILER = "profiling only; kuberl has no profiler hooks"
 MIRROR = "verl fills it from {} by interpolation; kuberl reads that key"
-MULTIMODAL = "multimodal input is refused (data.image_key, issue 16); no effect without it"
 
 
 def _fsdp_keys(parent: str) -> list[KeyEntry]:
@@ -85,15 +86,19 @@ KEYS: list[KeyEntry] = [
     no_effect("skip", SWITCHED),
     no_effect("data.tool_config_path", MIRROR.format("rollout.multi_turn (refused when on)")),
     no_effect("data.function_tool_path", MIRROR.format("rollout.multi_turn (refused when on)")),
-    no_effect("data.image_patch_size", MULTIMODAL),
-    no_effect("data.audio_key", MULTIMODAL),
-    no_effect("data.return_multi_modal_inputs", MULTIMODAL),
-    refused("data.mm_processor_kwargs", "multimodal input is not supported yet (issue 16)"),
+    refused(
+        "data.image_patch_size",
+        "images are resized by the model processor's own patch size (14 for Qwen2.5-VL); "
+        "remove it, or set the processor's min_pixels/max_pixels in data.mm_processor_kwargs",
+    ),
+    no_effect("data.audio_key", "audio prompts are not read; rows are text or image prompts"),
+    honoured("data.return_multi_modal_inputs", DATASET),
+    honoured("data.mm_processor_kwargs", DATASET),
     *_model_keys(AR + "model."),
     no_effect(AR + "actor.rollout_n", MIRROR.format("rollout.n")),
     refused(AR + "actor.tau_pos", "used by loss modes kuberl does not implement; remove it"),
     refused(AR + "actor.tau_neg", "used by loss modes kuberl does not implement; remove it"),
-    refused(AR + "actor.freeze_vision_tower", "multimodal models are not supported yet"),
+    honoured(AR + "actor.freeze_vision_tower", MODEL_BUILDER),
     refused(AR + "actor.calculate_sum_pi_squared", NOT_YET),
     refused(AR + "actor.use_prefix_grouper", NOT_YET),
     no_effect(AR + "actor.profiler", PROFILER),

@@ -120,6 +120,10 @@ def _data(cfg: BackendConfig) -> DataPlan:
         custom_cls=CustomClassPlan(
             path=data.custom_cls.path or "", name=data.custom_cls.name or ""
         ),
+        image_key=data.image_key,
+        video_key=data.video_key,
+        return_multi_modal_inputs=data.return_multi_modal_inputs,
+        mm_processor_kwargs=dict(data.mm_processor_kwargs),
     )
 
 
@@ -203,6 +207,7 @@ def actor_section(actor: ActorConfig, n: int, dp_size: int) -> ActorPlan:
         ),
         entropy_coeff=float(actor.entropy_coeff),
         calculate_entropy=actor.calculate_entropy,
+        freeze_vision_tower=actor.freeze_vision_tower,
         use_kl_loss=actor.use_kl_loss,
         kl_loss_coef=float(actor.kl_loss_coef),
         kl_loss_type=actor.kl_loss_type,

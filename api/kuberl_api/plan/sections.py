@@ -68,6 +68,14 @@ class DataPlan(Frozen):
     return_raw_chat: bool
     apply_chat_template_kwargs: dict[str, Any]
     custom_cls: CustomClassPlan
+    image_key: str
+    """Column of image prompts' pictures (read only with a vision-language processor)."""
+    video_key: str
+    """Column of videos: refused when a row has any (not supported yet)."""
+    return_multi_modal_inputs: bool
+    """Keep each image prompt's processor outputs in memory, else recompute them per batch."""
+    mm_processor_kwargs: dict[str, Any]
+    """Extra keyword arguments of every processor call (min_pixels, max_pixels, ...)."""
 
 
 class ModelPlan(Frozen):
@@ -139,6 +147,8 @@ class ActorPlan(Frozen):
     (verl's seq-mean-token-sum-norm), a length only the batch knows."""
     entropy_coeff: float
     calculate_entropy: bool
+    freeze_vision_tower: bool
+    """A vision-language actor's vision encoder is not trained (no gradients, not optimised)."""
     use_kl_loss: bool
     kl_loss_coef: float
     kl_loss_type: str

@@ -17,6 +17,7 @@ from torch import nn
 from transformers import (
     AutoConfig,
     AutoModelForCausalLM,
+    AutoModelForImageTextToText,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
 )
@@ -35,6 +36,8 @@ class ModelSpec:
     lora_alpha: int = 16
     target_modules: str | list[str] = "all-linear"
     exclude_modules: str | list[str] | None = None
+    freeze_vision_tower: bool = False
+    """A vision-language model's vision encoder gets no gradients (`actor.freeze_vision_tower`)."""
     lora_adapter_path: str | None = None
     """A saved PEFT adapter to start from instead of a fresh one (`model.lora_adapter_path`)."""
 
@@ -73,7 +76,7 @@ def load_config(spec: ModelSpec, **extra: Any) -> Any:
 
 def build_causal_lm(spec: ModelSpec, dtype: torch.dtype = torch.float32) -> nn.Module:
     config = load_config(spec)
-    model = AutoModelForCausalLM.from_pretrained(
+    model = causal_lm_class(config).from_pretrained(
         spec.path,
         config=config,
         dtype=dtype,
@@ -108,6 +111,7 @@ def _empty(
     auto: Any, spec: ModelSpec, dtype: torch.dtype, task_type: str, **extra: Any
 ) -> nn.Module:
     config = load_config(spec, **extra)
+    auto = causal_lm_class(config) if auto is AutoModelForCausalLM else auto
     with torch.device("meta"):
         model = auto.from_config(
             config,
@@ -136,8 +140,37 @@ def build_reward_model(spec: ModelSpec, dtype: torch.dtype = torch.float32) -> n
     return model.eval()
 
 
+def causal_lm_class(config: Any) -> Any:
+    """`AutoModelForCausalLM`, or `AutoModelForImageTextToText` for a vision-language model
+    that has no causal-LM class (Qwen2-VL, Qwen2.5-VL: text generation conditioned on images)."""
+    if type(config) in AutoModelForCausalLM._model_mapping:
+        return AutoModelForCausalLM
+    if type(config) in AutoModelForImageTextToText._model_mapping:
+        return AutoModelForImageTextToText
+    return AutoModelForCausalLM
+
+
+VISION_TOWER_NAMES = ("visual", "vision_tower", "vision_model")
+
+
+def vision_tower(model: nn.Module) -> nn.Module | None:
+    """The vision encoder of a vision-language model (Qwen2.5-VL: `model.visual`), else None."""
+    for name, module in model.named_modules():
+        if name.rsplit(".", 1)[-1] in VISION_TOWER_NAMES:
+            return module
+    return None
+
+
 def _finish(model: nn.Module, spec: ModelSpec, task_type: str = "CAUSAL_LM") -> nn.Module:
     model.config.use_cache = False
+    if spec.freeze_vision_tower:
+        tower = vision_tower(model)
+        if tower is None:
+            raise ValueError(
+                "actor_rollout_ref.actor.freeze_vision_tower=True but the model has no vision "
+                f"tower (none of {', '.join(VISION_TOWER_NAMES)}); set it to False"
+            )
+        tower.requires_grad_(False)
     if spec.enable_gradient_checkpointing:
         # Non-reentrant checkpointing of every decoder layer (transformers 5.19, as vLLM pins).
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})

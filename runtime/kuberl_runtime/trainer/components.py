@@ -16,7 +16,7 @@ from kuberl_api.plan import RunPlan
 from kuberl_runtime.config import RunConfig
 from kuberl_runtime.data import DatasetOptions, PromptBatchSampler, RLDataset
 from kuberl_runtime.data.custom import custom_dataset, load_dataset_class
-from kuberl_runtime.data.tokenizer import load_tokenizer
+from kuberl_runtime.data.tokenizer import load_processor, load_tokenizer
 from kuberl_runtime.device import Device
 from kuberl_runtime.distributed import RankInfo
 from kuberl_runtime.engine.actor import Actor, ActorSettings
@@ -85,6 +85,7 @@ def actor_model_spec(plan: RunPlan) -> ModelSpec:
         target_modules=model.target_modules,
         exclude_modules=model.exclude_modules or None,
         lora_adapter_path=model.lora_adapter_path or None,
+        freeze_vision_tower=plan.actor.freeze_vision_tower,
     )
 
 
@@ -96,9 +97,12 @@ def build_components(run: RunConfig, device: Device, ranks: RankInfo) -> Compone
         trust_remote_code=data.trust_remote_code,
         custom_chat_template=plan.model.custom_chat_template,
     )
-    train_data = _dataset(plan, data.train_files, tokenizer, data.train_max_samples)
+    processor = _vision_processor(plan, tokenizer)
+    train_data = _dataset(plan, data.train_files, tokenizer, data.train_max_samples, processor)
     val_data = (
-        _dataset(plan, data.val_files, tokenizer, data.val_max_samples) if data.val_files else None
+        _dataset(plan, data.val_files, tokenizer, data.val_max_samples, processor)
+        if data.val_files
+        else None
     )
     sampler = PromptBatchSampler(
         len(train_data), data.train_batch_size, shuffle=data.shuffle, seed=data.seed
@@ -136,7 +140,25 @@ def build_components(run: RunConfig, device: Device, ranks: RankInfo) -> Compone
     )
 
 
-def _dataset(plan: RunPlan, files: list[str], tokenizer: Any, max_samples: int) -> RLDataset:
+def _vision_processor(plan: RunPlan, tokenizer: Any) -> Any:
+    """A vision-language policy's processor (image prompts), else None (data/tokenizer.py)."""
+    processor = load_processor(
+        plan.model.path,
+        trust_remote_code=plan.model.trust_remote_code,
+        tokenizer=tokenizer,
+        custom_chat_template=plan.model.custom_chat_template,
+    )
+    if processor is not None and plan.placement.sp_size > 1:
+        raise ValueError(
+            "actor_rollout_ref.actor.ulysses_sequence_parallel_size="
+            f"{plan.placement.sp_size} with a vision-language model is not supported yet; set 1"
+        )
+    return processor
+
+
+def _dataset(
+    plan: RunPlan, files: list[str], tokenizer: Any, max_samples: int, processor: Any = None
+) -> RLDataset:
     data = plan.data
     options = DatasetOptions(
         prompt_key=data.prompt_key,
@@ -146,18 +168,22 @@ def _dataset(plan: RunPlan, files: list[str], tokenizer: Any, max_samples: int) 
         filter_overlong_prompts=data.filter_overlong_prompts,
         return_raw_chat=data.return_raw_chat,
         apply_chat_template_kwargs=dict(data.apply_chat_template_kwargs),
+        image_key=data.image_key,
+        video_key=data.video_key,
+        return_multi_modal_inputs=data.return_multi_modal_inputs,
+        mm_processor_kwargs=dict(data.mm_processor_kwargs),
     )
     if data.custom_cls.path:
         cls = load_dataset_class(data.custom_cls.path, data.custom_cls.name)
         source = plan.source["data"]
         dataset = custom_dataset(cls, files, tokenizer, options, source, max_samples)
     else:
-        dataset = RLDataset.from_files(files, tokenizer, options)
+        dataset = RLDataset.from_files(files, tokenizer, options, processor)
     if 0 < max_samples < len(dataset):
         rng = np.random.default_rng(data.seed)
         keep = rng.choice(len(dataset), max_samples, replace=False) if data.shuffle else None
         indices = sorted(keep.tolist()) if keep is not None else range(max_samples)
-        dataset = RLDataset([dataset[i] for i in indices])
+        dataset = dataset.subset(indices)
     return dataset
 
 

@@ -64,7 +64,7 @@ def test_most_no_effect_keys_are_verl_keys_with_a_default():
     no_effect = [k for k, e in REGISTRY.items() if e.fate is Fate.NO_EFFECT]
     missing = [k for k in no_effect if k not in verl_defaults().values]
     # The rest are older verl keys 0.9.1 dropped (data.val_batch_size, ...): any value is a change.
-    assert len(missing) < len(no_effect) // 4, missing
+    assert len(missing) <= len(no_effect) // 4, missing
 
 
 def _write() -> None:
