@@ -12,9 +12,11 @@ CLUSTER_DIR ?= .cluster
 # cluster-up: REAL_NODE=auto also starts the real kubelet node when the machine can (saying why
 # not otherwise), on starts it or fails; off (default) keeps the kwok pools only.
 REAL_NODE ?= off
+# make demo: auto unless REAL_NODE is given (on the command line or in the environment).
+DEMO_REAL_NODE := $(if $(filter command line environment,$(origin REAL_NODE)),$(REAL_NODE),auto)
 PYTEST_ARGS ?=
 
-.PHONY: help setup lint format crds images images-release realnode-deps test test-unit demo cluster-bin cluster-up cluster-down clean
+.PHONY: help setup lint format crds images images-release realnode-deps test test-unit test-gpu demo cluster-bin cluster-up cluster-down clean
 
 help:
 	@echo "make demo   - run the demo end to end (see README)"
@@ -44,9 +46,11 @@ crds: setup
 	$(BIN)/kuberl crd -o crds/rltrainingjobs.kuberl.io.yaml
 	$(PY) hack/sync_chart.py
 
-# Operator + CPU runtime images with podman on an mmdebstrap base, cached by their inputs.
+# Operator + CPU runtime images with podman on an mmdebstrap base, cached by their inputs
+# (IMAGES="pause runtime-cpu": only these).
+IMAGES ?=
 images: realnode-deps
-	bash hack/realimages.sh
+	bash hack/realimages.sh $(IMAGES)
 
 # operator, runtime-cuda and runtime-npu from their registry bases, with a Docker engine.
 images-release:
@@ -58,14 +62,24 @@ realnode-deps:
 
 test: setup cluster-bin realnode-deps
 	$(MAKE) --no-print-directory lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --ignore=tests/gpu $(PYTEST_ARGS)
+
+# On a CUDA machine only (CI has none): the checks of tests/gpu; bench/gpu_session.sh runs them
+# with the GPU benchmarks on a lent machine.
+test-gpu: setup
+	$(PY) -m pytest tests/gpu -m gpu $(PYTEST_ARGS)
 
 test-unit: setup cluster-bin
-	$(PY) -m pytest -m "not cluster and not e2e and not runtime" $(PYTEST_ARGS)
+	$(PY) -m pytest --ignore=tests/gpu -m "not cluster and not e2e and not runtime" $(PYTEST_ARGS)
 
-# Local control plane + kwok pools + KubeRay, helm install, operator, local Ray head, tiny GRPO job.
+# Local control plane + kwok pools + KubeRay, helm install, operator, the learning demo; its GRPO
+# job in real pods on the real node when the machine can (root: packages and images installed
+# here first), else on kwok pods with a Ray head on the host, saying why. REAL_NODE=on|off forces.
 demo: setup cluster-bin
-	$(PY) hack/demo.py
+	@if [ "$$(id -u)" = 0 ] && [ "$(DEMO_REAL_NODE)" != off ]; then \
+	  $(MAKE) --no-print-directory images IMAGES="pause runtime-cpu" >/dev/null \
+	    || [ "$(DEMO_REAL_NODE)" = auto ]; fi
+	$(PY) hack/demo.py --real-node $(DEMO_REAL_NODE)
 
 cluster-bin:
 	bash hack/cluster-bin.sh

@@ -65,6 +65,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--prompt-length", type=int, default=512)
     parser.add_argument("--response-length", type=int, default=512)
     parser.add_argument("--micro-batch", type=int, default=16, help="rows per forward/backward")
+    parser.add_argument(
+        "--no-remove-padding",
+        dest="remove_padding",
+        action="store_false",
+        help="padded rows (SDPA) instead of packed ones (flash varlen, the GPU default)",
+    )
     parser.add_argument("--peer", choices=("trl", "none"), default="trl")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     parser.add_argument(
@@ -135,7 +141,7 @@ def kuberl_config(args: argparse.Namespace, model_dir: Path, data: Path, work: P
         "actor_rollout_ref": {
             "model": {
                 "path": str(model_dir),
-                "use_remove_padding": False,
+                "use_remove_padding": args.remove_padding and not args.dry_run,
                 "enable_gradient_checkpointing": not args.dry_run,
             },
             "actor": {

@@ -102,6 +102,11 @@ class Device:
         return {self.ray_resource: float(ranks_per_node)}
 
     @property
+    def has_native_varlen(self) -> bool:
+        """torch ships a flash varlen attention kernel for this accelerator (packed sequences)."""
+        return self.type == "cuda"
+
+    @property
     def supports_mixed_precision(self) -> bool:
         # CPU kernels for bf16 matmuls are slow and not bitwise-stable; keep fp32 there.
         return self.type != "cpu"

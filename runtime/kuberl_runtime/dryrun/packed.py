@@ -9,7 +9,8 @@ Two things in that path depend on values, which fake tensors do not have:
 - On a GPU the runtime runs `flash_attention_2` (flash-attn is in the CUDA image): transformers
   finds the packed sequences from the restarting position ids and calls the varlen kernel,
   which attends within each sequence only. Here the kernel is torch's own flash varlen op
-  (`aten._flash_attention_forward` with `cu_seqlens`), registered with transformers as
+  (`aten._flash_attention_forward` with `cu_seqlens`, `engine.varlen.flash_varlen`, which the
+  runtime itself runs on CUDA when flash-attn is absent), registered with transformers as
   `FLASH_VARLEN`; its fake kernel gives flash's memory and `FlopCounterMode` counts it per
   sequence. The boundaries are those of the dry run's full-length rows (`sequences_of`).
 
@@ -28,6 +29,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, flash_attention_mask
+
+from kuberl_runtime.engine.varlen import flash_varlen
 
 FLASH_VARLEN = "kuberl_dryrun_varlen"  # no "flash" in it: transformers would look for flash-attn
 _SEQUENCE_LENGTH: contextvars.ContextVar[int | None] = contextvars.ContextVar(
@@ -57,30 +60,14 @@ def flash_varlen_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """transformers' attention signature ((B, H, T, D) in, (B, T, H, D) out) over flash varlen."""
-    batch, heads, length, dim = query.shape
+    batch, _, length, _ = query.shape
     total = batch * length
     sequence = _SEQUENCE_LENGTH.get() or length
     if total % sequence:
         raise ValueError(f"{total} tokens are not whole sequences of {sequence}")
     cu_seqlens = torch.arange(0, total + 1, sequence, dtype=torch.int32, device=query.device)
-
-    def tokens_first(t: torch.Tensor) -> torch.Tensor:
-        return t.transpose(1, 2).reshape(total, t.shape[1], dim)
-
-    out = _aten._flash_attention_forward(
-        tokens_first(query),
-        tokens_first(key),
-        tokens_first(value),
-        cu_seqlens,
-        cu_seqlens,
-        sequence,
-        sequence,
-        dropout,
-        True,  # causal
-        False,
-        scale=scaling,
-    )[0]
-    return out.view(batch, length, heads, dim), None
+    out = flash_varlen(query, key, value, cu_seqlens, sequence, dropout=dropout, scaling=scaling)
+    return out, None
 
 
 AttentionInterface.register(FLASH_VARLEN, flash_varlen_attention)

@@ -30,6 +30,16 @@ MODEL_SHAPES: dict[str, dict[str, Any]] = {
         "vocab_size": 151936,
         "tie_word_embeddings": True,
     },
+    "Qwen2.5-1.5B": {
+        **_QWEN2,
+        "hidden_size": 1536,
+        "intermediate_size": 8960,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 12,
+        "num_key_value_heads": 2,
+        "vocab_size": 151936,
+        "tie_word_embeddings": True,
+    },
     "Qwen2.5-7B": {
         **_QWEN2,
         "hidden_size": 3584,

@@ -22,6 +22,8 @@ from transformers import (
     AutoModelForTokenClassification,
 )
 
+from kuberl_runtime.engine import varlen
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -40,19 +42,24 @@ class ModelSpec:
     """A vision-language model's vision encoder gets no gradients (`actor.freeze_vision_tower`)."""
     lora_adapter_path: str | None = None
     """A saved PEFT adapter to start from instead of a fresh one (`model.lora_adapter_path`)."""
+    native_varlen: bool = False
+    """Packed forwards on CUDA: torch flash varlen serves them where flash-attn is absent."""
 
 
 def attn_implementation(spec: ModelSpec) -> str:
-    """`override_config.attn_implementation`, else flash-attn 2 where it is installed, else SDPA.
+    """`override_config.attn_implementation`, else flash-attn 2 where it is installed, else
+    torch's own flash varlen kernel for packed forwards on CUDA (`engine/varlen.py`), else SDPA.
 
     verl defaults to `flash_attention_2`; the CUDA image ships flash-attn, so packed
-    (`use_remove_padding`) micro-batches run varlen attention there. Elsewhere SDPA with the
+    (`use_remove_padding`) micro-batches run varlen attention there. On CPU, SDPA with the
     block-diagonal mask transformers derives from the restarting position ids.
     """
     chosen = spec.override_config.get("attn_implementation")
     if chosen:
         return str(chosen)
-    return "flash_attention_2" if importlib.util.find_spec("flash_attn") else "sdpa"
+    if importlib.util.find_spec("flash_attn"):
+        return "flash_attention_2"
+    return varlen.register() if spec.native_varlen else "sdpa"
 
 
 def load_config(spec: ModelSpec, **extra: Any) -> Any:

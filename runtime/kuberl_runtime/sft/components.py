@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -69,7 +69,10 @@ def build_sft_components(run: RunConfig, device: Device, ranks: RankInfo) -> SFT
     # verl shuffles SFT data every epoch (DistributedSampler); kuberl seeds it with trainer.seed.
     sampler = PromptBatchSampler(len(train), data.train_batch_size, shuffle=True, seed=trainer.seed)
     total = trainer.total_training_steps or sampler.steps_per_epoch * trainer.total_epochs
-    spec = actor_model_spec(plan)  # type: ignore[arg-type]  # reads only plan.model
+    spec = replace(  # actor_model_spec reads only plan.model
+        actor_model_spec(plan),  # type: ignore[arg-type]
+        native_varlen=plan.use_remove_padding and device.has_native_varlen,
+    )
     model = _build_model(plan, spec, device, ranks)
     optimizer = build_optimizer(model, plan.optim)  # type: ignore[arg-type]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id

@@ -212,7 +212,8 @@ def _with_sp(sp: UlyssesGroup, build: Any, *args: Any) -> nn.Module:
 def _build_actor(
     plan: RunPlan, device: Device, ranks: RankInfo, total: int, sp: UlyssesGroup
 ) -> Actor:
-    spec = actor_model_spec(plan)
+    native_varlen = plan.actor.use_remove_padding and device.has_native_varlen
+    spec = replace(actor_model_spec(plan), native_varlen=native_varlen)
     dtype = torch_dtype(plan.actor.fsdp_config.model_dtype)
     target = device.torch_device(ranks.local_rank)
     build_full = partial(_with_sp, sp, build_causal_lm)
@@ -262,6 +263,7 @@ def _build_critic(
         lora_rank=model_cfg.lora_rank,
         lora_alpha=model_cfg.lora_alpha,
         target_modules=model_cfg.target_modules,
+        native_varlen=model_cfg.use_remove_padding and device.has_native_varlen,
     )
     dtype = torch_dtype(model_cfg.fsdp_config.model_dtype)
     # The critic runs in the actor's (dp, sp) layout (validation: its own sp is 1 or the same).
