@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The GPU checks of one device lease, in order of value; each bounded, logs under $OUT.
-#   bash bench/gpu_session.sh      (on the lent GPU machine, from the repo root, wheels in .whl/)
+#   bash bench/gpu_session.sh      (on the lent GPU machine, from the repo root; wheels in
+#   $WHEELS, default .whl/: pydantic, omegaconf, transformers 5.19, tokenizers, trl, datasets)
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl || exit 1
+  --target /tmp/site "${WHEELS:-.whl}"/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD/api:$PWD/runtime:$PWD/cli:$PWD/tests:$PWD/hack
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
