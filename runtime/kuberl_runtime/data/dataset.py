@@ -268,7 +268,8 @@ def _tokenize_vision(
     ids, inputs = process_prompt(processor, text, vision.images, options.mm_processor_kwargs)
     if options.filter_overlong_prompts and len(ids) > options.max_prompt_length:
         return None
-    return ids, replace(vision, text=text, inputs=inputs)
+    kwargs = options.mm_processor_kwargs
+    return ids, replace(vision, text=text, inputs=inputs, processor_kwargs=kwargs)
 
 
 def _check_vision_kept(

@@ -35,6 +35,8 @@ class VisionPrompt:
     images: tuple[Image.Image, ...]
     text: str
     inputs: Mapping[str, torch.Tensor] | None = field(default=None, compare=False)
+    processor_kwargs: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    """`data.mm_processor_kwargs`: vLLM's own processing of the images must match ours."""
 
     @property
     def multi_modal_data(self) -> dict[str, list[Image.Image]]:

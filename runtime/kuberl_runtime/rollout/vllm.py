@@ -9,7 +9,12 @@ docstring cites the upstream files; a change there shows up as a failing contrac
 * `vllm.SamplingParams(n, temperature, top_k, top_p, min_p, max_tokens, ignore_eos, seed,
   stop_token_ids, detokenize)`.
 * `LLM.generate([{"prompt_token_ids": ids}, ...], sampling_params=[...], use_tqdm=False)` ->
-  `RequestOutput`s in input order, `.outputs[0].token_ids`.
+  `RequestOutput`s in input order, `.outputs[0].token_ids`. An image prompt adds
+  `multi_modal_data={"image": [PIL images]}` (and the processor's `mm_processor_kwargs`) to its
+  `TokensPrompt`; its ids already hold the expanded vision tokens, as verl's agent loop sends them.
+* `SamplingParams(logit_bias={id: -100})` bans a VL model's vision placeholder tokens.
+* multimodal engine args: `limit_mm_per_prompt`, `mm_processor_cache_gb` (verl's
+  `disable_mm_preprocessor_cache: true` is `mm_processor_cache_gb=0` in this vLLM).
 * `LLM.sleep(level=...)`, `LLM.wake_up(tags=["weights"])`, `LLM.wake_up(tags=["kv_cache",
   "scheduling"])` (recent vLLM also pauses the scheduler in `sleep`; older ones ignore the tag).
 * `LLM.collective_rpc(fn, args=(bucket,))` -> `fn(worker, bucket)` on the in-process worker,
@@ -34,6 +39,7 @@ import torch.distributed as dist
 from torch import nn
 
 from kuberl_api.plan.sections import RolloutPlan
+from kuberl_runtime.data.vision import VisionPrompt
 from kuberl_runtime.rollout.base import SamplingParams
 
 logger = logging.getLogger(__name__)
@@ -45,6 +51,7 @@ SLEEP_LEVEL = 1
 WEIGHTS_TAGS = ["weights"]
 CACHE_TAGS = ["kv_cache", "scheduling"]
 _DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+BANNED_LOGIT_BIAS = -100.0
 
 
 def vllm_available() -> bool:
@@ -81,14 +88,25 @@ def build_engine_kwargs(
     }
     if hf_overrides:
         kwargs["hf_overrides"] = dict(hf_overrides)
-    kwargs.update({k: v for k, v in rollout.engine_kwargs.vllm.items() if v is not None})
+    kwargs.update(multimodal_engine_kwargs(rollout.engine_kwargs.vllm))
+    return kwargs
+
+
+def multimodal_engine_kwargs(vllm_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`engine_kwargs.vllm` as `EngineArgs` take them: verl's `disable_mm_preprocessor_cache`
+    (gone from vLLM 0.32) becomes `mm_processor_cache_gb=0` (true) or the default cache (false);
+    `limit_mm_per_prompt` and the rest pass through."""
+    kwargs = {k: v for k, v in vllm_kwargs.items() if v is not None}
+    if kwargs.pop("disable_mm_preprocessor_cache", False):
+        kwargs.setdefault("mm_processor_cache_gb", 0)
     return kwargs
 
 
 def build_sampling_kwargs(
-    params: SamplingParams, seed: int, eos_ids: Sequence[int]
+    params: SamplingParams, seed: int, eos_ids: Sequence[int], banned_ids: Sequence[int] = ()
 ) -> dict[str, Any]:
-    """`vllm.SamplingParams(**kwargs)` for one row. n=1: the trainer already repeated prompts."""
+    """`vllm.SamplingParams(**kwargs)` for one row. n=1: the trainer already repeated prompts.
+    `banned_ids`: tokens never sampled (a VL model's vision placeholders)."""
     if params.greedy:
         choice = {"temperature": 0.0, "top_k": -1, "top_p": 1.0, "min_p": 0.0}
     else:
@@ -102,7 +120,18 @@ def build_sampling_kwargs(
         "stop_token_ids": [] if params.ignore_eos else list(eos_ids),
         "seed": int(seed) % (1 << 63),
         "detokenize": False,
+        **({"logit_bias": dict.fromkeys(banned_ids, BANNED_LOGIT_BIAS)} if banned_ids else {}),
     }
+
+
+def build_prompt(ids: list[int], vision: VisionPrompt | None) -> dict[str, Any]:
+    """One `TokensPrompt`: the ids, and an image prompt's pictures and processor kwargs."""
+    prompt: dict[str, Any] = {"prompt_token_ids": ids}
+    if vision is not None:
+        prompt["multi_modal_data"] = vision.multi_modal_data
+        if vision.processor_kwargs:
+            prompt["mm_processor_kwargs"] = dict(vision.processor_kwargs)
+    return prompt
 
 
 def tensor_parallel_groups(world_size: int, tp_size: int) -> list[list[int]]:
@@ -203,8 +232,10 @@ class VLLMRollout:
         tp_group: Any = None,
         host_model: nn.Module | None = None,
         bucket_bytes: int = DEFAULT_BUCKET_BYTES,
+        banned_ids: Sequence[int] = (),
     ) -> None:
         self.llm = llm
+        self.banned_ids = list(banned_ids)
         self.sampling_params_cls = sampling_params_cls
         self.eos_ids = list(eos_ids)
         self.pad_id = pad_id
@@ -269,15 +300,19 @@ class VLLMRollout:
         prompt_mask: torch.Tensor,
         params: SamplingParams,
         seeds: Sequence[int],
+        vision: Sequence[VisionPrompt | None] | None = None,
     ) -> torch.Tensor:
         rows = [row[mask.bool()].tolist() for row, mask in zip(prompts, prompt_mask, strict=True)]
-        all_rows, all_seeds, offset = self._gather_tp(rows, list(seeds))
+        images = list(vision) if vision is not None else [None] * len(rows)
+        all_rows, all_seeds, all_images, offset = self._gather_tp(rows, list(seeds), images)
         sampling = [
-            self.sampling_params_cls(**build_sampling_kwargs(params, seed, self.eos_ids))
+            self.sampling_params_cls(
+                **build_sampling_kwargs(params, seed, self.eos_ids, self.banned_ids)
+            )
             for seed in all_seeds
         ]
         outputs = self.llm.generate(
-            [{"prompt_token_ids": ids} for ids in all_rows],
+            [build_prompt(ids, v) for ids, v in zip(all_rows, all_images, strict=True)],
             sampling_params=sampling,
             use_tqdm=False,
         )
@@ -289,18 +324,19 @@ class VLLMRollout:
         return responses
 
     def _gather_tp(
-        self, rows: list[list[int]], seeds: list[int]
-    ) -> tuple[list[list[int]], list[int], int]:
+        self, rows: list[list[int]], seeds: list[int], images: list[Any]
+    ) -> tuple[list[list[int]], list[int], list[Any], int]:
         """All TP ranks must feed vLLM the same requests: gather the group's rows in rank order."""
         if self.tp_group is None or dist.get_world_size(self.tp_group) == 1:
-            return rows, seeds, 0
+            return rows, seeds, images, 0
         parts: list[Any] = [None] * dist.get_world_size(self.tp_group)
-        dist.all_gather_object(parts, (rows, seeds), group=self.tp_group)
+        dist.all_gather_object(parts, (rows, seeds, images), group=self.tp_group)
         me = dist.get_rank(self.tp_group)
         offset = sum(len(part[0]) for part in parts[:me])
         return (
             [r for part in parts for r in part[0]],
             [s for part in parts for s in part[1]],
+            [v for part in parts for v in part[2]],
             offset,
         )
 
@@ -316,6 +352,7 @@ def build_vllm_rollout(
     device: torch.device,
     lora_scaling: float | None,
     host_model: nn.Module | None,
+    banned_ids: Sequence[int] = (),
 ) -> VLLMRollout:
     """Construct the engine on this rank (all ranks call it together: TP groups are collective)."""
     import vllm
@@ -348,4 +385,5 @@ def build_vllm_rollout(
         lora_scaling=lora_scaling,
         tp_group=tp_group,
         host_model=host_model,
+        banned_ids=banned_ids,
     )

@@ -30,6 +30,7 @@ from kuberl_runtime.engine.model_builder import (
     build_reward_model,
     build_value_model,
 )
+from kuberl_runtime.engine.mrope import MRopeSpec
 from kuberl_runtime.engine.ulysses import (
     UlyssesGroup,
     build_ulysses_group,
@@ -315,7 +316,14 @@ def _build_rollout(
         device=device,
         lora_scaling=spec.lora_alpha / spec.lora_rank if spec.lora_rank > 0 else None,
         host_model=model if ranks.is_main else None,
+        banned_ids=_vision_placeholder_ids(model.config),
     )
+
+
+def _vision_placeholder_ids(config: Any) -> list[int]:
+    """A VL model's vision tokens, never to be sampled (they would stand for no image)."""
+    mrope = MRopeSpec.of(config)
+    return mrope.special_ids if mrope is not None else []
 
 
 def _build_reward_model(
