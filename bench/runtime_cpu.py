@@ -10,10 +10,12 @@ the forward/backward FLOPs rather than per-step overhead dominate. Both framewor
 process on the CPU with the arithmetic tokenizer and prompts in the same chat template, at
 temperature 1, one optimizer step per batch, a KL term to a reference model
 (β = 0.001), padded (not packed) forward passes as TRL does, and the same reward (share of digit
-characters). Both honour OMP_NUM_THREADS (default 1: on a shared machine more threads are
-slower). Step time is wall-clock per training step (generation included); tokens/s counts
-prompt + response tokens. The first step of each is a warm-up and is left out. Timing never
-decides a test; this only prints.
+characters). The update is exactly on-policy (one epoch, one mini-batch), so neither computes a
+separate old-log-prob forward (TRL at one iteration; kuberl with `actor.on_policy_shortcut`).
+Both honour OMP_NUM_THREADS (default 1: on a shared machine more threads are slower). Step time
+is wall-clock per training step (generation included); tokens/s counts prompt + response tokens.
+The first step of each is a warm-up and is left out. Timing never decides a test; this only
+prints.
 """
 
 from __future__ import annotations
@@ -94,6 +96,9 @@ def run_kuberl(model_dir: Path, work: Path, steps: int, shape: Shape) -> list[tu
                 "ppo_micro_batch_size_per_gpu": shape.prompts * shape.samples,
                 "use_kl_loss": True,
                 "kl_loss_coef": BETA,
+                # One epoch over one mini-batch: exactly on-policy, so kuberl skips the
+                # old-log-prob forward as TRL does at one iteration (off by default in kuberl).
+                "on_policy_shortcut": True,
             },
             "ref": {"log_prob_micro_batch_size_per_gpu": shape.prompts * shape.samples},
             "rollout": {

@@ -119,12 +119,16 @@ def _forward_padded(
 ) -> ForwardOutput:
     responses = batch["responses"]
     length = responses.shape[1]
-    positions = batch["position_ids"]
+    # Prompts are left-padded to max_prompt_length; columns no row attends to are dropped (the
+    # outputs are the same, the forward shorter: the bench's arithmetic prompts fill 45 of 96).
+    start = _first_attended_column(batch["attention_mask"])
+    positions = batch["position_ids"][..., start:]
     if "mrope_position_ids" in batch:
-        positions = batch["mrope_position_ids"].transpose(0, 1)  # (3, rows, T), as Qwen2-VL takes
+        # (3, rows, T), as Qwen2-VL takes
+        positions = batch["mrope_position_ids"].transpose(0, 1)[..., start:]
     inputs = {
-        "input_ids": batch["input_ids"],
-        "attention_mask": batch["attention_mask"],
+        "input_ids": batch["input_ids"][:, start:],
+        "attention_mask": batch["attention_mask"][:, start:],
         "position_ids": positions,
         "use_cache": False,
         **extra,
@@ -134,10 +138,16 @@ def _forward_padded(
         return ForwardOutput(values=logits[:, -length - 1 : -1, 0].float())
     # The L positions before each response token, as indices: contiguous (rows, L, V) logits
     # (slicing `logits_to_keep=L + 1` output would make the row flattening below copy them).
-    width = batch["input_ids"].shape[1]
+    width = inputs["input_ids"].shape[1]
     predictors = torch.arange(width - length - 1, width - 1, device=responses.device)
     logits = model(**inputs, logits_to_keep=predictors).logits
     return _policy_outputs(_scale(logits, temperature), responses, calculate_entropy)
+
+
+def _first_attended_column(attention_mask: torch.Tensor) -> int:
+    """The first column any row attends to (0 for an all-padding batch: nothing to trim)."""
+    attended = attention_mask.bool().any(0)
+    return int(attended.long().argmax()) if bool(attended.any()) else 0
 
 
 def _forward_packed(

@@ -83,7 +83,7 @@ class HFRollout:
         )
         for step in range(params.response_length):
             # Sampled where the logits are: only the chosen ids (rows longs) reach the host.
-            tokens = sample_next(self._allowed(out.logits[:, -1].float()), params, generators)
+            tokens = sample_next(self._allowed(out.logits[:, -1]), params, generators)
             tokens = torch.where(finished, torch.full_like(tokens, self.pad_id), tokens)
             responses[:, step] = tokens.cpu()
             if not params.ignore_eos:

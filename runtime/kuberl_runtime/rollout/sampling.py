@@ -1,7 +1,9 @@
 """Next-token choice: temperature, top-k, top-p, greedy — with one random stream per row.
 
 Each row draws its Gumbel noise from its own generator seeded by the trainer, so a row's sample
-does not depend on which rank generated it or which rows shared its batch.
+does not depend on which rank generated it or which rows shared its batch. Sampling runs on the
+logits' device in their dtype, widened to fp32 at least: a bf16 Gumbel-max would quantise the
+noise and the logits to 8 bits of mantissa and bias the distribution (vLLM samples in fp32 too).
 """
 
 from __future__ import annotations
@@ -38,15 +40,16 @@ def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tenso
 def sample_next(
     logits: torch.Tensor, params: SamplingParams, generators: list[torch.Generator]
 ) -> torch.Tensor:
-    """(rows, V) float logits → (rows,) token ids, on the logits' device (no host round trip)."""
+    """(rows, V) logits → (rows,) token ids, on the logits' device (no host round trip)."""
     if params.greedy:
         return logits.argmax(-1)
-    scaled = filter_logits(logits / params.temperature, params.top_k, params.top_p)
+    dtype = torch.promote_types(logits.dtype, torch.float32)
+    scaled = filter_logits(logits.to(dtype) / params.temperature, params.top_k, params.top_p)
     uniform = torch.stack(
         [
-            torch.rand(logits.shape[-1], generator=g, dtype=torch.float64, device=logits.device)
+            torch.rand(logits.shape[-1], generator=g, dtype=dtype, device=logits.device)
             for g in generators
         ]
-    ).clamp_(min=1e-20, max=1 - 1e-12)
+    ).clamp_(min=torch.finfo(dtype).tiny)  # rand is in [0, 1): only 0 needs a guard
     gumbel = -torch.log(-torch.log(uniform))
-    return (scaled.double() + gumbel).argmax(-1)
+    return (scaled + gumbel).argmax(-1)

@@ -54,3 +54,26 @@ def test_response_mask_includes_the_first_eos_and_positions_continue():
     assert batch["responses"].tolist() == [[7, 2, 0, 0]]
     assert batch["position_ids"].tolist() == [[0, 0, 1, 2, 3, 4, 5]]
     assert batch["attention_mask"].tolist() == [[0, 1, 1, 1, 1, 0, 0]]
+
+
+def _chi_square(tokens: torch.Tensor, probs: torch.Tensor) -> float:
+    counts = torch.bincount(tokens, minlength=probs.numel()).double()
+    expected = probs.double() * tokens.numel()
+    kept = expected > 0
+    assert counts[~kept].sum() == 0  # nothing outside the filtered support
+    return float(((counts[kept] - expected[kept]) ** 2 / expected[kept]).sum())
+
+
+def test_sampled_tokens_follow_the_filtered_softmax_in_fp32_and_from_bf16_logits():
+    """Many rows (one stream each) sampling the same logits: the token frequencies pass a
+    chi-square test against softmax(filtered logits / temperature), for fp32 logits and for bf16
+    logits (sampled in fp32 from the bf16 values)."""
+    vocab, rows = 12, 6000
+    base = torch.randn(vocab, generator=torch.Generator().manual_seed(1)) * 2
+    params = SamplingParams(response_length=1, temperature=0.8, top_k=9, top_p=0.95)
+    for dtype in (torch.float32, torch.bfloat16):
+        logits = base.to(dtype).expand(rows, vocab).contiguous()
+        tokens = sample_next(logits, params, row_generators(range(rows)))
+        want = filter_logits(logits[:1].float() / params.temperature, 9, 0.95).softmax(-1)[0]
+        # 99.99th percentile of chi-square with at most 8 degrees of freedom: 31.8
+        assert _chi_square(tokens, want) < 31.8, dtype
