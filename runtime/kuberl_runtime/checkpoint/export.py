@@ -15,10 +15,10 @@ from typing import Any
 
 import torch.distributed.checkpoint as dcp
 from torch import nn
-from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoConfig, AutoTokenizer
 
 from kuberl_runtime.config import RunConfig
-from kuberl_runtime.engine.model_builder import apply_lora, is_lora
+from kuberl_runtime.engine.model_builder import apply_lora, causal_lm_class, is_lora
 
 
 def write_hf_metadata(model: nn.Module, tokenizer: Any, out_dir: Path) -> None:
@@ -50,7 +50,7 @@ def export_checkpoint(step_dir: str | Path, target: str | Path) -> Path:
     hf_dir = step_dir / "actor" / "huggingface"
     model_cfg = run.plan.model
     config = AutoConfig.from_pretrained(hf_dir, trust_remote_code=model_cfg.trust_remote_code)
-    model = AutoModelForCausalLM.from_config(config)
+    model = causal_lm_class(config).from_config(config)  # a VL model: its image-text class
     if model_cfg.lora_rank > 0:
         from kuberl_runtime.trainer.components import actor_model_spec
 
