@@ -15,7 +15,7 @@ from typing import Any
 
 import torch.distributed.checkpoint as dcp
 from torch import nn
-from transformers import AutoConfig, AutoTokenizer
+from transformers import AutoConfig, AutoProcessor, AutoTokenizer
 
 from kuberl_runtime.config import RunConfig
 from kuberl_runtime.engine.model_builder import apply_lora, causal_lm_class, is_lora
@@ -58,5 +58,14 @@ def export_checkpoint(step_dir: str | Path, target: str | Path) -> Path:
     state = {"model": model.state_dict()}
     dcp.load(state, checkpoint_id=str(step_dir / "actor"))
     model.load_state_dict(state["model"])
-    tokenizer = AutoTokenizer.from_pretrained(hf_dir)
-    return export_hf_model(model, tokenizer, Path(target))
+    return export_hf_model(model, _processing(hf_dir), Path(target))
+
+
+PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
+
+
+def _processing(hf_dir: Path) -> Any:
+    """A VL checkpoint's processor (saved beside its tokenizer), else the tokenizer."""
+    if any((hf_dir / name).exists() for name in PROCESSOR_FILES):
+        return AutoProcessor.from_pretrained(hf_dir)
+    return AutoTokenizer.from_pretrained(hf_dir)

@@ -409,9 +409,9 @@ class Trainer:
             hf_dir = tmp / "actor" / "huggingface"
             if self.checkpoints.contents_of("actor").saves("hf_model"):
                 hf_dir.parent.mkdir(parents=True, exist_ok=True)
-                export_hf_model(self.c.rollout.model, self.c.tokenizer, hf_dir)
+                export_hf_model(self.c.rollout.model, self._hf_processing, hf_dir)
             else:
-                write_hf_metadata(self.c.rollout.model, self.c.tokenizer, hf_dir)
+                write_hf_metadata(self.c.rollout.model, self._hf_processing, hf_dir)
 
         path = self.checkpoints.save(
             step, train_state(self.c, self.kl_ctrl, step), write_main_files
@@ -461,9 +461,15 @@ class Trainer:
         if not self.c.ranks.is_main:
             return None
         target = Path(self.plan.paths.hf_export_dir)
-        export_hf_model(self.c.rollout.model, self.c.tokenizer, target)
+        export_hf_model(self.c.rollout.model, self._hf_processing, target)
         logger.info("exported the trained model to %s", target)
         return str(target)
+
+    @property
+    def _hf_processing(self) -> Any:
+        """What exports save beside the weights: a VL model's processor (its tokenizer and image
+        processor, so `AutoProcessor` loads the export), else the tokenizer."""
+        return self.c.train_data.processor or self.c.tokenizer
 
     def _tracker(self) -> Tracker:
         trainer = self.plan.trainer

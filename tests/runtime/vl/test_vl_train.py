@@ -63,3 +63,20 @@ def test_vl_demo_trains_on_images_with_a_frozen_vision_tower(tmp_path):
     assert vision and language
     assert all(torch.equal(before[k], after[k]) for k in vision)
     assert any(not torch.equal(before[k], after[k]) for k in language)
+    # The export (and every checkpoint's huggingface/) carries the processor: a next job can
+    # start from it with images.
+    from transformers import AutoProcessor
+
+    assert AutoProcessor.from_pretrained(out / "huggingface").image_processor is not None
+    step = out / "global_step_3"
+    assert (step / "actor" / "huggingface" / "processor_config.json").exists()
+    exported = subprocess.run(
+        [sys.executable, "-m", "kuberl_cli.main", "export", str(out), "-o", str(tmp_path / "x")],
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert exported.returncode == 0, exported.stderr[-4000:]
+    assert AutoProcessor.from_pretrained(tmp_path / "x").image_processor is not None
