@@ -154,6 +154,11 @@ def _vision_processor(plan: RunPlan, tokenizer: Any) -> Any:
             "actor_rollout_ref.actor.ulysses_sequence_parallel_size="
             f"{plan.placement.sp_size} with a vision-language model is not supported yet; set 1"
         )
+    if processor is not None and plan.critic.enable:
+        raise ValueError(
+            "critic.enable with a vision-language model is not supported yet (no value-head "
+            "class for it); use a critic-free algorithm.adv_estimator such as grpo or rloo"
+        )
     return processor
 
 
