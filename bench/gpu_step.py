@@ -73,6 +73,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--peer", choices=("trl", "none"), default="trl")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--peer-child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument(
         "--dry-run", action="store_true", help="tiny model and batch on the CPU, 2 steps"
     )
@@ -298,6 +299,30 @@ def run_trl(args: argparse.Namespace, model_dir: Path, data: Path, work: Path) -
     return summary | {"per_step": clock.steps}
 
 
+def run_peer_in_child(work: Path) -> dict:
+    """TRL in its own process: the GPU memory kuberl's run held is the driver's again."""
+    import subprocess
+
+    argv = [sys.executable, *sys.argv, "--peer-child", str(work)]
+    child = subprocess.run(argv, capture_output=True, text=True, check=False)
+    lines = child.stdout.strip().splitlines()
+    if child.returncode or not lines:  # a peer's failure must not lose kuberl's numbers
+        return {"error": f"exit {child.returncode}: {child.stderr[-2000:]}"}
+    return json.loads(lines[-1])
+
+
+def peer_child(args: argparse.Namespace) -> int:
+    work = args.peer_child
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        os.environ.pop(key, None)  # else accelerate would wrap TRL's model in DDP
+    try:
+        summary = run_trl(args, work / "model", work / "train.parquet", work)
+    except Exception as err:  # reported, not raised: kuberl's numbers are already kept
+        summary = {"error": f"{type(err).__name__}: {err}"}
+    print(json.dumps(summary, default=str))
+    return 0
+
+
 def device_name() -> str:
     import torch
 
@@ -308,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     args = parse_args(argv)
+    if args.peer_child:
+        return peer_child(args)
     if not args.dry_run:
         import torch
 
@@ -325,16 +352,11 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         model_dir, data, num_params = prepare(args, work)
         result["num_params"] = num_params
+        if args.peer == "trl":  # first, in a child: each run has the whole GPU to itself
+            result["trl"] = run_peer_in_child(work)
         result["kuberl"] = summarise_kuberl(
             run_kuberl(args, model_dir, data, work), num_params, args, peak
         )
-        for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
-            os.environ.pop(key, None)  # else accelerate would wrap TRL's model in DDP
-        if args.peer == "trl":
-            try:
-                result["trl"] = run_trl(args, model_dir, data, work)
-            except Exception as err:  # a peer's API drift must not lose kuberl's numbers
-                result["trl"] = {"error": f"{type(err).__name__}: {err}"}
     kuberl_tps = result["kuberl"].get("perf/throughput")
     trl_tps = result.get("trl", {}).get("perf/throughput")
     if kuberl_tps and trl_tps:

@@ -2,6 +2,8 @@
 
 `FlopCounterMode` has formulas for the CUDA attention kernels but counts 0 for the CPU flash
 kernel the fake tensors dispatch to; `FLOP_FORMULAS` registers torch's own SDPA formulas for it.
+It also counts the flash varlen kernel with grouped-query attention (fewer key/value heads) as
+torch 2.13 does — every query head — which torch 2.11's formula refuses (the GPU machine's torch).
 """
 
 from __future__ import annotations
@@ -13,7 +15,11 @@ from torch.distributed._tools.fake_collectives import collective_ops
 from torch.distributed.tensor import DTensor
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
-from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
+from torch.utils.flop_counter import (
+    _unpack_flash_attention_nested_shapes,
+    sdpa_backward_flop_count,
+    sdpa_flop_count,
+)
 
 
 def _cpu_sdpa(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
@@ -25,10 +31,54 @@ def _cpu_sdpa_backward(grad_shape, query_shape, key_shape, value_shape, *args, *
     return sdpa_backward_flop_count(grad_shape, query_shape, key_shape, value_shape)
 
 
+def _as_query_heads(query_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A key/value shape broadcast to the query's heads, as the kernel computes it."""
+    return (shape[0], query_shape[1], *shape[2:])
+
+
+def _flash_varlen(query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, *args, **kwargs) -> int:
+    shapes = _unpack_flash_attention_nested_shapes(
+        query=query,
+        key=key,
+        value=value,
+        cum_seq_q=cum_seq_q,
+        cum_seq_k=cum_seq_k,
+        max_q=max_q,
+        max_k=max_k,
+    )
+    return sum(
+        sdpa_flop_count(q, _as_query_heads(q, k), _as_query_heads(q, v)) for q, k, v, _ in shapes
+    )
+
+
+def _flash_varlen_backward(
+    grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, *a, **kw
+) -> int:
+    shapes = _unpack_flash_attention_nested_shapes(
+        query=query,
+        key=key,
+        value=value,
+        grad_out=grad_out,
+        cum_seq_q=cum_seq_q,
+        cum_seq_k=cum_seq_k,
+        max_q=max_q,
+        max_k=max_k,
+    )
+    return sum(
+        sdpa_backward_flop_count(g, q, _as_query_heads(q, k), _as_query_heads(q, v))
+        for q, k, v, g in shapes
+    )
+
+
+_flash_varlen._get_raw = True  # type: ignore[attr-defined]  # FlopCounterMode: raw arguments
+_flash_varlen_backward._get_raw = True  # type: ignore[attr-defined]
+
 _aten = torch.ops.aten
 FLOP_FORMULAS = {
     _aten._scaled_dot_product_flash_attention_for_cpu: _cpu_sdpa,
     _aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_sdpa_backward,
+    _aten._flash_attention_forward: _flash_varlen,
+    _aten._flash_attention_backward: _flash_varlen_backward,
 }
 
 
