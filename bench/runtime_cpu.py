@@ -188,9 +188,11 @@ def summarise(name: str, rounds: list[list[tuple[float, float]]]) -> tuple[float
     measured = [sample for samples in rounds for sample in samples[1:]]
     step_s = statistics.median(s for s, _ in measured)
     tokens_per_s = sum(t for _, t in measured) / sum(s for s, _ in measured)
+    tokens_per_step = statistics.mean(t for _, t in measured)
     print(
         f"{name:>8}: step time {step_s:.3f} s (median of {len(measured)} steps, "
-        f"{len(rounds)} rounds), {tokens_per_s:,.0f} tokens/s"
+        f"{len(rounds)} rounds), {tokens_per_s:,.0f} tokens/s ({tokens_per_step:,.0f} per step "
+        "by its own count)"
     )
     return step_s, tokens_per_s
 
