@@ -66,14 +66,17 @@ def test_installed_vllm_is_the_images_vllm():
         {"engine_kwargs": {"vllm": {"cpu_offload_gb": 0, "kv_cache_memory_bytes": 1 << 30}}},
     ],
 )
-def test_every_engine_kwarg_is_a_real_engine_arg(overrides):
+def test_every_engine_kwarg_is_a_real_engine_arg(overrides, tmp_path):
+    # A local model directory: with HF_HUB_OFFLINE=1 (other conftests set it) vLLM would treat a
+    # path that does not exist as a hub repo id and refuse it.
+    (tmp_path / "config.json").write_text('{"model_type": "qwen2"}')
     kwargs = build_engine_kwargs(
         rollout_plan(
             {"log_prob_max_token_len_per_gpu": 16384, **overrides},
             max_prompt_length=512,
             max_response_length=1024,
         ),
-        model_path="/models/m",
+        model_path=str(tmp_path),
         trust_remote_code=False,
         hf_overrides={"rope_theta": 1e6},
     )
