@@ -200,7 +200,7 @@ def _seeded_build(seed: int, build: Any, *args: Any) -> nn.Module:
         return build(*args)
 
 
-def _with_sp(sp: UlyssesGroup, build: Any, *args: Any) -> nn.Module:
+def with_sp(sp: UlyssesGroup, build: Any, *args: Any) -> nn.Module:
     """`build(*args)`, running the Ulysses attention when sp > 1 (engine/ulysses.py)."""
     model = build(*args)
     if sp.size > 1:
@@ -222,10 +222,10 @@ def _build_actor(
     spec = replace(actor_model_spec(plan), native_varlen=native_varlen)
     dtype = torch_dtype(plan.actor.fsdp_config.model_dtype)
     target = device.torch_device(ranks.local_rank)
-    build_full = partial(_with_sp, sp, build_causal_lm)
+    build_full = partial(with_sp, sp, build_causal_lm)
     # Sharded init: meta build on every rank, only rank 0 reads the checkpoint (engine/init.py).
     model = build_sharded(
-        partial(_with_sp, sp, build_causal_lm_empty, spec, dtype),
+        partial(with_sp, sp, build_causal_lm_empty, spec, dtype),
         partial(_seeded_build, plan.actor.fsdp_config.seed, build_full, spec, dtype),
         plan.actor.fsdp_config,
         device,
@@ -237,8 +237,8 @@ def _build_actor(
         ref_spec = replace(spec, enable_gradient_checkpointing=False)
         ref_dtype = torch_dtype(plan.ref.fsdp_config.model_dtype)
         ref_model = build_sharded(
-            partial(_with_sp, sp, build_causal_lm_empty, ref_spec, ref_dtype),
-            partial(_with_sp, sp, build_causal_lm, ref_spec, ref_dtype),
+            partial(with_sp, sp, build_causal_lm_empty, ref_spec, ref_dtype),
+            partial(with_sp, sp, build_causal_lm, ref_spec, ref_dtype),
             plan.ref.fsdp_config,
             device,
             target,
@@ -274,7 +274,7 @@ def _build_critic(
     dtype = torch_dtype(model_cfg.fsdp_config.model_dtype)
     # The critic runs in the actor's (dp, sp) layout (validation: its own sp is 1 or the same).
     model = _seeded_build(
-        model_cfg.fsdp_config.seed, partial(_with_sp, sp, build_value_model), spec, dtype
+        model_cfg.fsdp_config.seed, partial(with_sp, sp, build_value_model), spec, dtype
     )
     model = apply_fsdp(
         model.to(device.torch_device(ranks.local_rank)), model_cfg.fsdp_config, device

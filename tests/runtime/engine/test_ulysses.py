@@ -284,14 +284,14 @@ def test_heads_must_split_over_the_sp_group(heads, kv_heads, sp, why):
     from types import SimpleNamespace
 
     from kuberl_runtime.engine.ulysses import UlyssesGroup, check_heads
-    from kuberl_runtime.trainer.components import _with_sp
+    from kuberl_runtime.trainer.components import with_sp
 
     assert check_heads(heads, kv_heads, sp) == why
     if why is None:
         return
     config = SimpleNamespace(num_attention_heads=heads, num_key_value_heads=kv_heads)
     with pytest.raises(ValueError) as err:
-        _with_sp(UlyssesGroup(None, sp, 0), lambda: SimpleNamespace(config=config))
+        with_sp(UlyssesGroup(None, sp, 0), lambda: SimpleNamespace(config=config))
     assert str(err.value) == (
         f"actor_rollout_ref.actor.ulysses_sequence_parallel_size={sp}: {why}; "
         "use a divisor of the model's attention heads"
