@@ -467,6 +467,15 @@ def module_operator(
         yield namespace, process
 
 
+@pytest.fixture(scope="module")
+def module_jobs(kube_api: Any, module_operator: tuple[str, OperatorProcess]) -> Any:
+    """The RLTrainingJobs of `module_operator`'s namespace (the e2e modules' real training)."""
+    from support.rljobs import Jobs
+
+    namespace, _ = module_operator
+    return Jobs(kube_api, namespace)
+
+
 def _alive(process: OperatorProcess) -> bool:
     assert process.process is not None and process.process.poll() is None, process.output()
     try:
@@ -493,3 +502,29 @@ def jobs(kube_api: Any, job_namespace: str, operator_process: Any) -> Any:
     from support.rljobs import Jobs
 
     return Jobs(kube_api, job_namespace)
+
+
+# --- cluster tier with a fake Jobs API: tests about Kubernetes decide when each Ray job ends ---
+
+
+@pytest.fixture
+def dashboard() -> Iterator[Any]:
+    """support/fake_dashboard.py's Jobs API on 127.0.0.1 (every head's URL for the operator)."""
+    from support.fake_dashboard import FakeDashboard
+
+    fake = FakeDashboard()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def dashboard_jobs(
+    kube_api: Any, local_cluster: Any, job_namespace: str, dashboard: Any, tmp_path: Path
+) -> Iterator[Any]:
+    """The RLTrainingJobs of a fresh namespace watched by an operator process (admin
+    credentials) whose Ray heads are all `dashboard`."""
+    from support.fake_dashboard import operator_on
+    from support.rljobs import Jobs
+
+    with operator_on(local_cluster.kubeconfig, job_namespace, dashboard, tmp_path / "op.log"):
+        yield Jobs(kube_api, job_namespace)

@@ -4,33 +4,13 @@ heartbeats is stopped and retried from its checkpoint (NoProgress). The Ray side
 Jobs API (support/fake_dashboard.py); the test plays the runtime by writing status.progress.
 """
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from support.fake_dashboard import FakeDashboard, operator_on
 from support.rljobs import GROUP, PLURAL, VERSION, Jobs, fake_job, wait_for
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture
-def dashboard() -> Iterator[FakeDashboard]:
-    fake = FakeDashboard()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def deadline_jobs(
-    kube_api: Any, local_cluster: Any, job_namespace: str, dashboard: FakeDashboard,
-    tmp_path: Path,
-) -> Iterator[Jobs]:  # fmt: skip
-    with operator_on(local_cluster.kubeconfig, job_namespace, dashboard, tmp_path / "op.log"):
-        yield Jobs(kube_api, job_namespace)
 
 
 def _attempt(jobs: Jobs, name: str, reason: str) -> dict | None:
@@ -39,9 +19,9 @@ def _attempt(jobs: Jobs, name: str, reason: str) -> dict | None:
 
 
 def test_unschedulable_pods_fail_the_attempt_at_the_pre_running_deadline(
-    deadline_jobs, dashboard, tmp_path
+    dashboard_jobs, dashboard, tmp_path
 ):
-    jobs = deadline_jobs
+    jobs = dashboard_jobs
     body = fake_job("stuck", tmp_path, "fake-steps-1-1", preRunningDeadlineSeconds=20)
     body["spec"]["head"] = {"nodeSelector": {"kuberl.io/pool": "no-such-pool"}}
     jobs.apply(body)
@@ -59,9 +39,9 @@ def test_unschedulable_pods_fail_the_attempt_at_the_pre_running_deadline(
 
 
 def test_a_silent_run_is_stopped_and_resumed_from_its_checkpoint(
-    deadline_jobs, dashboard, tmp_path
+    dashboard_jobs, dashboard, tmp_path
 ):
-    jobs = deadline_jobs
+    jobs = dashboard_jobs
     jobs.apply(fake_job("hung", tmp_path, "fake-steps-1-1", progressDeadlineSeconds=15))
     wait_for("hung-1 submitted", lambda: "hung-1" in dashboard.submissions, timeout=300)
     jobs.wait_phase("hung", "Running")

@@ -10,12 +10,11 @@ writing progress and a checkpoint into status.
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support.fake_dashboard import FakeDashboard, operator_on
+from support.fake_dashboard import FakeDashboard
 from support.rljobs import GROUP, PLURAL, VERSION, Jobs, fake_job, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -78,22 +77,6 @@ def queue(kube_api: Any, job_namespace: str) -> Iterator[dict[str, str]]:
         custom.delete_cluster_custom_object(*KUEUE, plural, name)
 
 
-@pytest.fixture
-def dashboard() -> Iterator[FakeDashboard]:
-    fake = FakeDashboard()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def kueue_jobs(
-    kube_api: Any, local_cluster: Any, job_namespace: str, dashboard: FakeDashboard,
-    tmp_path: Path,
-) -> Iterator[Jobs]:  # fmt: skip
-    with operator_on(local_cluster.kubeconfig, job_namespace, dashboard, tmp_path / "op.log"):
-        yield Jobs(kube_api, job_namespace)
-
-
 def queued_job(name: str, tmp_path: Any, priority: str) -> dict:
     body = fake_job(name, tmp_path / name, "fake-steps-1-1")
     body["spec"]["scheduling"] = {"queueName": "team", "workloadPriorityClass": priority}
@@ -123,8 +106,8 @@ def _submitted(dashboard: FakeDashboard, sid: str, timeout: float = 120) -> None
     wait_for(f"Ray job {sid} submitted", lambda: sid in dashboard.submissions, timeout=timeout)
 
 
-def test_admission_and_quota_wait(kueue_jobs, dashboard, queue, tmp_path):
-    jobs = kueue_jobs
+def test_admission_and_quota_wait(dashboard_jobs, dashboard, queue, tmp_path):
+    jobs = dashboard_jobs
     jobs.apply(queued_job("first", tmp_path, queue["low"]))
     _submitted(dashboard, "first-1")
     jobs.wait_phase("first", "Running")
@@ -154,9 +137,9 @@ def test_admission_and_quota_wait(kueue_jobs, dashboard, queue, tmp_path):
 
 
 def test_preemption_is_not_a_failure_and_resumes_from_the_checkpoint(
-    kueue_jobs, dashboard, queue, tmp_path
+    dashboard_jobs, dashboard, queue, tmp_path
 ):
-    jobs = kueue_jobs
+    jobs = dashboard_jobs
     jobs.apply(queued_job("low", tmp_path, queue["low"]))
     _submitted(dashboard, "low-1")
     jobs.wait_phase("low", "Running")
