@@ -15,7 +15,7 @@ from kuberl_api.keys.entry import Fate, KeyEntry, honoured, no_effect, refused
 from kuberl_api.keys.leaves import walk_leaves
 from kuberl_api.keys.registry import REGISTRY
 from kuberl_api.keys.trainer import LOGGERS
-from kuberl_api.keys.where import PLAN
+from kuberl_api.keys.where import PLAN_COMMON
 
 SFT_PLAN = "api/kuberl_api/plan/sft.py"
 
@@ -29,9 +29,9 @@ SHARED_NODES = {
 # Shared keys RL honours and the SFT plan reads: where it reads them.
 _SHARED_HONOURED = {
     "model.": SFT_PLAN,
-    "engine.": PLAN,  # _fsdp, shared with RL
-    "optim.": PLAN,  # _optim, shared with RL
-    "checkpoint.": PLAN,  # _checkpoint, shared with RL
+    "engine.": PLAN_COMMON,  # fsdp_section, shared with RL
+    "optim.": PLAN_COMMON,  # optim_section, shared with RL
+    "checkpoint.": PLAN_COMMON,  # checkpoint_section, shared with RL
 }
 _SHARED_EXCEPTIONS = [
     honoured("model.use_remove_padding", SFT_PLAN),

@@ -2,8 +2,9 @@
 
 The keys are declared in ``backend_config/verl_keys.py`` with verl's defaults. Apart from the
 multimodal ones (``data.return_multi_modal_inputs``, ``data.mm_processor_kwargs``,
-``actor.freeze_vision_tower``: issue 16) none is implemented: each is refused when set to anything but verl's default, or has no effect by
-nature (profilers, tracing, mirrors verl fills from another key by interpolation). Feature
+``actor.freeze_vision_tower``: issue 16) none is implemented: each is refused when set to
+anything but verl's default, or has no effect by nature (profilers, tracing, mirrors verl fills
+from another key by interpolation). Feature
 subtrees with an on/off switch are listed as no effect while off; switching one on is refused
 by ``validation/rules_switches.py`` (path, value, fix).
 """

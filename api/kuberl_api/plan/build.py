@@ -11,23 +11,27 @@ import posixpath
 from typing import Any
 
 from kuberl_api.backend_config import BackendConfig
-from kuberl_api.backend_config.actor import ActorConfig, CheckpointConfig, FSDPConfig, OptimConfig
+from kuberl_api.backend_config.actor import ActorConfig, OptimConfig
 from kuberl_api.backend_config.critic import CriticConfig
 from kuberl_api.backend_config.rollout import RolloutConfig
+from kuberl_api.plan.common import (
+    checkpoint_section,
+    file_list,
+    fsdp_section,
+    optim_section,
+    str_or_list,
+)
 from kuberl_api.plan.run_plan import RunPlan
 from kuberl_api.plan.sections import (
     ActorPlan,
     AlgorithmPlan,
-    CheckpointPlan,
     CriticModelPlan,
     CriticPlan,
     CustomClassPlan,
     DataPlan,
     EngineKwargsPlan,
-    FSDPPlan,
     KLControlPlan,
     ModelPlan,
-    OptimPlan,
     OverlongBufferPlan,
     PathsPlan,
     PlacementPlan,
@@ -90,19 +94,13 @@ def _paths(cfg: BackendConfig, af_output_dir: str | None) -> PathsPlan:
     )
 
 
-def _files(value: str | list[str] | None) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else list(value)
-
-
 def _data(cfg: BackendConfig) -> DataPlan:
     data = cfg.data
     assert data.tokenizer is not None and data.seed is not None, "filled by the models"
     return DataPlan(
         tokenizer=data.tokenizer,
-        train_files=_files(data.train_files),
-        val_files=_files(data.val_files),
+        train_files=file_list(data.train_files),
+        val_files=file_list(data.val_files),
         train_max_samples=data.train_max_samples,
         val_max_samples=data.val_max_samples,
         prompt_key=data.prompt_key,
@@ -137,47 +135,10 @@ def _model(cfg: BackendConfig) -> ModelPlan:
         enable_gradient_checkpointing=model.enable_gradient_checkpointing,
         lora_rank=model.lora_rank,
         lora_alpha=model.lora_alpha,
-        target_modules=_str_or_list(model.target_modules),
-        exclude_modules=_files(model.exclude_modules),
+        target_modules=str_or_list(model.target_modules),
+        exclude_modules=file_list(model.exclude_modules),
         custom_chat_template=model.custom_chat_template or "",
         lora_adapter_path=model.lora_adapter_path or "",
-    )
-
-
-def _str_or_list(value: str | list[str]) -> str | list[str]:
-    return value if isinstance(value, str) else list(value)
-
-
-def _optim(optim: OptimConfig) -> OptimPlan:
-    return OptimPlan(
-        lr=float(optim.lr),
-        lr_warmup_steps=optim.lr_warmup_steps if optim.lr_warmup_steps is not None else -1,
-        lr_warmup_steps_ratio=float(optim.lr_warmup_steps_ratio),
-        lr_scheduler_type=optim.lr_scheduler_type or optim.warmup_style or "constant",
-        min_lr_ratio=float(optim.min_lr_ratio),
-        num_cycles=float(optim.num_cycles),
-        weight_decay=float(optim.weight_decay),
-        betas=[float(b) for b in optim.betas],
-        optimizer=optim.optimizer,
-    )
-
-
-def _fsdp(fsdp: FSDPConfig) -> FSDPPlan:
-    return FSDPPlan(
-        param_offload=fsdp.param_offload,
-        offload_policy=fsdp.offload_policy,
-        reshard_after_forward=fsdp.reshard_after_forward,
-        dtype=fsdp.dtype,
-        seed=fsdp.seed,
-        model_dtype=fsdp.model_dtype,
-    )
-
-
-def _checkpoint(checkpoint: CheckpointConfig) -> CheckpointPlan:
-    save = list(checkpoint.save_contents)
-    load = checkpoint.load_contents
-    return CheckpointPlan(
-        save_contents=save, load_contents=list(load) if load is not None else save
     )
 
 
@@ -214,9 +175,9 @@ def actor_section(actor: ActorConfig, n: int, dp_size: int) -> ActorPlan:
         ppo_epochs=actor.ppo_epochs,
         use_remove_padding=bool(actor.use_remove_padding),
         on_policy_shortcut=actor.on_policy_shortcut,
-        optim=_optim(actor.optim),
-        fsdp_config=_fsdp(actor.fsdp_config),
-        checkpoint=_checkpoint(actor.checkpoint),
+        optim=optim_section(actor.optim),
+        fsdp_config=fsdp_section(actor.fsdp_config),
+        checkpoint=checkpoint_section(actor.checkpoint),
     )
 
 
@@ -229,7 +190,7 @@ def _ref(cfg: BackendConfig) -> RefPlan:
         log_prob_micro_batch_size_per_gpu=ref.log_prob_micro_batch_size_per_gpu or 0,
         log_prob_use_dynamic_bsz=bool(ref.log_prob_use_dynamic_bsz),
         log_prob_max_token_len_per_gpu=_filled(ref.log_prob_max_token_len_per_gpu),
-        fsdp_config=_fsdp(ref.fsdp_config),
+        fsdp_config=fsdp_section(ref.fsdp_config),
     )
 
 
@@ -295,10 +256,10 @@ def critic_section(c: CriticConfig, actor_model_path: str) -> CriticPlan:
             use_remove_padding=m.use_remove_padding,
             lora_rank=m.lora_rank,
             lora_alpha=m.lora_alpha,
-            target_modules=_str_or_list(m.target_modules),
-            fsdp_config=_fsdp(m.fsdp_config),
+            target_modules=str_or_list(m.target_modules),
+            fsdp_config=fsdp_section(m.fsdp_config),
         ),
-        optim=_optim(c.optim),
+        optim=optim_section(c.optim),
         ppo_mini_batch_size=c.ppo_mini_batch_size,
         ppo_micro_batch_size_per_gpu=c.ppo_micro_batch_size_per_gpu or 0,
         forward_micro_batch_size_per_gpu=c.forward_micro_batch_size_per_gpu or 0,
@@ -310,7 +271,7 @@ def critic_section(c: CriticConfig, actor_model_path: str) -> CriticPlan:
         cliprange_value=float(c.cliprange_value),
         loss_agg_mode=c.loss_agg_mode,
         loss_scale_factor=float(c.loss_scale_factor) if c.loss_scale_factor is not None else None,
-        checkpoint=_checkpoint(c.checkpoint),
+        checkpoint=checkpoint_section(c.checkpoint),
     )
 
 
@@ -322,7 +283,7 @@ def _reward_model(cfg: BackendConfig) -> RewardModelPlan:
         trust_remote_code=rm.model.trust_remote_code,
         micro_batch_size_per_gpu=rm.micro_batch_size_per_gpu or 0,
         input_tokenizer=rm.model.input_tokenizer or "",
-        fsdp_config=_fsdp(rm.model.fsdp_config),
+        fsdp_config=fsdp_section(rm.model.fsdp_config),
     )
 
 

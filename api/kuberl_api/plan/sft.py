@@ -10,7 +10,13 @@ import posixpath
 from typing import Any, Literal
 
 from kuberl_api.backend_config.sft import SFTConfig
-from kuberl_api.plan.build import _checkpoint, _files, _fsdp, _optim, _str_or_list
+from kuberl_api.plan.common import (
+    checkpoint_section,
+    file_list,
+    fsdp_section,
+    optim_section,
+    str_or_list,
+)
 from kuberl_api.plan.sections import (
     CheckpointPlan,
     Frozen,
@@ -112,10 +118,10 @@ def build_sft_plan(cfg: SFTConfig, af_output_dir: str | None = None) -> SFTPlan:
         data=_data(cfg),
         model=_model(cfg),
         use_remove_padding=cfg.model.use_remove_padding,
-        optim=_optim(cfg.optim),
+        optim=optim_section(cfg.optim),
         grad_clip=float(cfg.optim.clip_grad),
-        fsdp_config=_fsdp(cfg.engine),
-        checkpoint=_checkpoint(cfg.checkpoint),
+        fsdp_config=fsdp_section(cfg.engine),
+        checkpoint=checkpoint_section(cfg.checkpoint),
         trainer=SFTTrainerPlan(
             total_epochs=trainer.total_epochs,
             total_training_steps=trainer.total_training_steps or 0,
@@ -148,8 +154,8 @@ def _data(cfg: SFTConfig) -> SFTDataPlan:
     data = cfg.data
     return SFTDataPlan(
         tokenizer=cfg.model.tokenizer_path or cfg.model.path,
-        train_files=_files(data.train_files),
-        val_files=_files(data.val_files),
+        train_files=file_list(data.train_files),
+        val_files=file_list(data.val_files),
         train_max_samples=data.train_max_samples,
         val_max_samples=data.val_max_samples,
         messages_key=data.messages_key,
@@ -173,8 +179,8 @@ def _model(cfg: SFTConfig) -> ModelPlan:
         enable_gradient_checkpointing=model.enable_gradient_checkpointing,
         lora_rank=model.lora_rank,
         lora_alpha=model.lora_alpha,
-        target_modules=_str_or_list(model.target_modules),
-        exclude_modules=_files(model.exclude_modules),
+        target_modules=str_or_list(model.target_modules),
+        exclude_modules=file_list(model.exclude_modules),
         custom_chat_template=model.custom_chat_template or "",
         lora_adapter_path=model.lora_adapter_path or "",
     )

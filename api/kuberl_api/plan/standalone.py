@@ -13,12 +13,11 @@ from kuberl_api.backend_config.actor import ActorConfig, FSDPConfig, OptimConfig
 from kuberl_api.backend_config.critic import CriticConfig
 from kuberl_api.backend_config.rollout import RolloutConfig
 from kuberl_api.plan.build import (
-    _fsdp,
-    _optim,
     actor_section,
     critic_section,
     rollout_section,
 )
+from kuberl_api.plan.common import fsdp_section, optim_section
 from kuberl_api.plan.sections import ActorPlan, CriticPlan, FSDPPlan, OptimPlan, RolloutPlan
 
 Node = dict[str, Any] | None
@@ -44,9 +43,9 @@ def rollout_plan(
 
 def fsdp_plan(node: Node = None) -> FSDPPlan:
     """A role's `fsdp_config`."""
-    return _fsdp(FSDPConfig.model_validate(node or {}))
+    return fsdp_section(FSDPConfig.model_validate(node or {}))
 
 
 def optim_plan(node: Node = None) -> OptimPlan:
     """A role's `optim`."""
-    return _optim(OptimConfig.model_validate(node or {}))
+    return optim_section(OptimConfig.model_validate(node or {}))

@@ -1,0 +1,49 @@
+"""Plan pieces shared by the RL run plan (`build.py`) and the SFT plan (`sft.py`)."""
+
+from __future__ import annotations
+
+from kuberl_api.backend_config.actor import CheckpointConfig, FSDPConfig, OptimConfig
+from kuberl_api.plan.sections import CheckpointPlan, FSDPPlan, OptimPlan
+
+
+def file_list(value: str | list[str] | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def str_or_list(value: str | list[str]) -> str | list[str]:
+    return value if isinstance(value, str) else list(value)
+
+
+def optim_section(optim: OptimConfig) -> OptimPlan:
+    return OptimPlan(
+        lr=float(optim.lr),
+        lr_warmup_steps=optim.lr_warmup_steps if optim.lr_warmup_steps is not None else -1,
+        lr_warmup_steps_ratio=float(optim.lr_warmup_steps_ratio),
+        lr_scheduler_type=optim.lr_scheduler_type or optim.warmup_style or "constant",
+        min_lr_ratio=float(optim.min_lr_ratio),
+        num_cycles=float(optim.num_cycles),
+        weight_decay=float(optim.weight_decay),
+        betas=[float(b) for b in optim.betas],
+        optimizer=optim.optimizer,
+    )
+
+
+def fsdp_section(fsdp: FSDPConfig) -> FSDPPlan:
+    return FSDPPlan(
+        param_offload=fsdp.param_offload,
+        offload_policy=fsdp.offload_policy,
+        reshard_after_forward=fsdp.reshard_after_forward,
+        dtype=fsdp.dtype,
+        seed=fsdp.seed,
+        model_dtype=fsdp.model_dtype,
+    )
+
+
+def checkpoint_section(checkpoint: CheckpointConfig) -> CheckpointPlan:
+    save = list(checkpoint.save_contents)
+    load = checkpoint.load_contents
+    return CheckpointPlan(
+        save_contents=save, load_contents=list(load) if load is not None else save
+    )
