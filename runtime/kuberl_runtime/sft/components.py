@@ -69,8 +69,8 @@ def build_sft_components(run: RunConfig, device: Device, ranks: RankInfo) -> SFT
     # verl shuffles SFT data every epoch (DistributedSampler); kuberl seeds it with trainer.seed.
     sampler = PromptBatchSampler(len(train), data.train_batch_size, shuffle=True, seed=trainer.seed)
     total = trainer.total_training_steps or sampler.steps_per_epoch * trainer.total_epochs
-    spec = replace(  # actor_model_spec reads only plan.model
-        actor_model_spec(plan),  # type: ignore[arg-type]
+    spec = replace(
+        actor_model_spec(plan),
         native_varlen=plan.use_remove_padding and device.has_native_varlen,
     )
     model = _build_model(plan, spec, device, ranks)

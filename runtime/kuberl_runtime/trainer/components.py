@@ -13,6 +13,7 @@ from torch import nn
 from transformers import AutoTokenizer
 
 from kuberl_api.plan import RunPlan
+from kuberl_api.plan.sft import SFTPlan
 from kuberl_runtime.config import RunConfig
 from kuberl_runtime.data import DatasetOptions, PromptBatchSampler, RLDataset
 from kuberl_runtime.data.custom import custom_dataset, load_dataset_class
@@ -68,7 +69,8 @@ class Components:
         return self.run.plan
 
 
-def actor_model_spec(plan: RunPlan) -> ModelSpec:
+def actor_model_spec(plan: RunPlan | SFTPlan) -> ModelSpec:
+    """The trained model's spec: the actor's, or the SFT job's model (no vision tower frozen)."""
     model = plan.model
     if model.lora_adapter_path and model.lora_rank == 0:
         raise ValueError(
@@ -86,7 +88,7 @@ def actor_model_spec(plan: RunPlan) -> ModelSpec:
         target_modules=model.target_modules,
         exclude_modules=model.exclude_modules or None,
         lora_adapter_path=model.lora_adapter_path or None,
-        freeze_vision_tower=plan.actor.freeze_vision_tower,
+        freeze_vision_tower=isinstance(plan, RunPlan) and plan.actor.freeze_vision_tower,
     )
 
 
