@@ -50,22 +50,16 @@ def read_weights(model_dir: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def jobs(kube_api: Any, module_operator: tuple[str, Any]) -> Jobs:
-    namespace, _ = module_operator
-    return Jobs(kube_api, namespace)
-
-
-@pytest.fixture(scope="module")
-def uninterrupted(jobs: Jobs, tiny_model: Path, tmp_path_factory: Any) -> dict[str, Any]:
+def uninterrupted(module_jobs: Jobs, tiny_model: Path, tmp_path_factory: Any) -> dict[str, Any]:
     af = tmp_path_factory.mktemp("af") / "uninterrupted"
-    jobs.apply(demo_job("straight", af, tiny_model, TOTAL_STEPS, SAVE_FREQ))
+    module_jobs.apply(demo_job("straight", af, tiny_model, TOTAL_STEPS, SAVE_FREQ))
     seen: dict[str, list] = {"phases": [], "steps": [], "rcs": []}
-    status = watch_until(jobs, "straight", "Succeeded", seen)
+    status = watch_until(module_jobs, "straight", "Succeeded", seen)
     return {"af": af, "status": status, "seen": seen}
 
 
 def test_training_job_succeeds_with_checkpoints_and_exported_model(
-    uninterrupted, jobs, ray_head, module_operator
+    uninterrupted, module_jobs, ray_head, module_operator
 ):
     af, status, seen = uninterrupted["af"], uninterrupted["status"], uninterrupted["seen"]
     [raycluster] = seen["rcs"]
@@ -94,26 +88,28 @@ def test_training_job_succeeds_with_checkpoints_and_exported_model(
     assert sorted(read_metrics(af)) == list(range(1, TOTAL_STEPS + 1))
     log = ray_head["client"].logs_tail("straight-1", max_chars=200_000)
     assert "exported the trained model" in log and "resuming from" not in log
-    wait_for("RayCluster deleted", lambda: jobs.rayclusters() == [], timeout=60)
+    wait_for("RayCluster deleted", lambda: module_jobs.rayclusters() == [], timeout=60)
     _, operator = module_operator
     assert 'kuberl_job_global_step{name="straight"' in operator.get("/metrics")
 
 
 def test_ray_job_stopped_mid_training_resumes_from_checkpoint(
-    uninterrupted, jobs, ray_head, tiny_model, tmp_path
+    uninterrupted, module_jobs, ray_head, tiny_model, tmp_path
 ):
     af = tmp_path / "interrupted"
-    jobs.apply(demo_job("bumpy", af, tiny_model, TOTAL_STEPS, SAVE_FREQ))
+    module_jobs.apply(demo_job("bumpy", af, tiny_model, TOTAL_STEPS, SAVE_FREQ))
     wait_for(
         f"a checkpoint at step {SAVE_FREQ}",
-        lambda: (jobs.status("bumpy").get("checkpoint") or {}).get("latestStep", 0) >= SAVE_FREQ,
+        lambda: (
+            (module_jobs.status("bumpy").get("checkpoint") or {}).get("latestStep", 0) >= SAVE_FREQ
+        ),
         timeout=RUN_TIMEOUT,
     )
     assert ray_head["client"].stop("bumpy-1")
     seen: dict[str, list] = {"phases": [], "steps": [], "rcs": []}
-    restarting = watch_until(jobs, "bumpy", "Restarting", seen)
+    restarting = watch_until(module_jobs, "bumpy", "Restarting", seen)
     assert restarting["attempts"][0]["reason"] == "RayJobStopped"
-    status = watch_until(jobs, "bumpy", "Succeeded", seen)
+    status = watch_until(module_jobs, "bumpy", "Succeeded", seen)
 
     first, second = status["attempts"]
     resumed = second["resumedFromStep"]

@@ -1,6 +1,7 @@
-"""The e2e tier's training job: examples/demo.yaml shrunk to under a second a step on an idle
+"""The e2e tier's training jobs: examples/demo.yaml shrunk to under a second a step on an idle
 core, with the trainer tests' digit reward so that the policy really moves (the arithmetic reward
-of a random tiny model is all zeros, and zero advantages would leave the weights untouched)."""
+of a random tiny model is all zeros, and zero advantages would leave the weights untouched); and
+examples/demo-sft.yaml as an SFT job."""
 
 import json
 from pathlib import Path
@@ -50,6 +51,45 @@ def demo_job(
             "af_output_dir": str(af_output_dir),
             "workerPools": [{"name": "cpu", "nodes": 1, "cpu": "2", "memory": "4Gi"}],
             "backend_config": config,
+            "runPolicy": {"backoffLimit": 2},
+        },
+    }
+
+
+def sft_job(
+    name: str,
+    af_output_dir: Path,
+    model: Path,
+    train_files: Path,
+    total_steps: int,
+    save_freq: int,
+    experiment: str = "e2e-sft",
+) -> dict[str, Any]:
+    """examples/demo-sft.yaml as an SFT job (spec.sft_config): tiny, CPU, placed by its pool."""
+    config = yaml.safe_load((REPO / "examples" / "demo-sft.yaml").read_text())
+    data, trainer = config["data"], config["trainer"]
+    data.update(train_files=str(train_files), train_batch_size=8, micro_batch_size_per_gpu=4)
+    data.pop("val_files")
+    config["model"]["path"] = str(model)
+    for key in ("device", "nnodes", "n_gpus_per_node"):  # the worker pool decides placement
+        trainer.pop(key)
+    trainer.update(
+        total_training_steps=total_steps,
+        save_freq=save_freq,
+        test_freq=-1,
+        max_ckpt_to_keep=2,
+        resume_mode="auto",
+        experiment_name=experiment,
+        default_local_dir="checkpoints",
+    )
+    return {
+        "apiVersion": "kuberl.io/v1alpha1",
+        "kind": "RLTrainingJob",
+        "metadata": {"name": name},
+        "spec": {
+            "af_output_dir": str(af_output_dir),
+            "workerPools": [{"name": "cpu", "nodes": 1, "cpu": "2", "memory": "4Gi"}],
+            "sft_config": config,
             "runPolicy": {"backoffLimit": 2},
         },
     }
