@@ -39,22 +39,33 @@ def dry_run_input(
     accelerator: str,
     accelerator_memory_gib: float | None = None,
 ) -> DryRunInput:
-    """Worst-case micro-batches (full-length rows) of the plan's own sizes."""
+    """Worst-case micro-batches (full-length rows) of the plan's own sizes. With Ulysses SP a
+    token budget covers the SP group's ranks (`max_token_len · sp`, as the runtime splits)."""
     actor, rollout, ref = plan.actor, plan.rollout, plan.ref
     width = rollout.prompt_length + rollout.response_length
+    sp = plan.placement.sp_size
     return DryRunInput(
         model_config=model_config,
         world_size=plan.placement.world_size,
         prompt_length=rollout.prompt_length,
         response_length=rollout.response_length,
         micro_batch_rows=_rows(
-            actor.ppo_micro_batch_size_per_gpu, actor.ppo_max_token_len_per_gpu, width
+            actor.use_dynamic_bsz,
+            actor.ppo_micro_batch_size_per_gpu,
+            actor.ppo_max_token_len_per_gpu * sp,
+            width,
         ),
         log_prob_micro_batch_rows=_rows(
-            rollout.log_prob_micro_batch_size_per_gpu, rollout.log_prob_max_token_len_per_gpu, width
+            rollout.log_prob_use_dynamic_bsz,
+            rollout.log_prob_micro_batch_size_per_gpu,
+            rollout.log_prob_max_token_len_per_gpu * sp,
+            width,
         ),
         ref_micro_batch_rows=_rows(
-            ref.log_prob_micro_batch_size_per_gpu, ref.log_prob_max_token_len_per_gpu, width
+            ref.log_prob_use_dynamic_bsz,
+            ref.log_prob_micro_batch_size_per_gpu,
+            ref.log_prob_max_token_len_per_gpu * sp,
+            width,
         ),
         gradient_checkpointing=plan.model.enable_gradient_checkpointing,
         use_remove_padding=actor.use_remove_padding,
@@ -66,12 +77,14 @@ def dry_run_input(
         gpu_memory_utilization=rollout.gpu_memory_utilization,
         accelerator=accelerator,
         accelerator_memory_gib=accelerator_memory_gib,
+        sp_size=sp,
     )
 
 
-def _rows(rows: int, token_budget: int, width: int) -> int:
-    """Fixed rows, or the rows a token budget holds at full length (use_dynamic_bsz: rows 0)."""
-    return rows if rows > 0 else max(1, token_budget // width)
+def _rows(dynamic: bool, rows: int, token_budget: int, width: int) -> int:
+    """Fixed rows, or with use_dynamic_bsz (the runtime then cuts by tokens, whatever the rows
+    say) the rows its token budget holds at full length."""
+    return rows if rows > 0 and not dynamic else max(1, token_budget // width)
 
 
 def check_before_loading(

@@ -5,7 +5,9 @@ Two things in that path depend on values, which fake tensors do not have:
 - Packing selects the valid tokens with boolean masks (`input_ids[attention_mask]`), whose
   result size is the number of true entries. The dry run's rows are full length (its worst
   case), so every mask is all true: `FullMasks` answers those selections with every position
-  (a shape; fake tensors carry no values either way).
+  (a shape; fake tensors carry no values either way). One mask is not all true under Ulysses
+  SP: which response predictors fall in this rank's slice; the dry run knows that count from
+  its layout and passes it as `FullMasks(counts={shape: true entries})`.
 - On a GPU the runtime runs `flash_attention_2` (flash-attn is in the CUDA image): transformers
   finds the packed sequences from the restarting position ids and calls the varlen kernel,
   which attends within each sequence only. Here the kernel is torch's own flash varlen op
@@ -79,8 +81,12 @@ class FullMasks(TorchDispatchMode):
 
     `x[mask]` becomes `x[i0, i1, ...]` with one index per masked dimension and one entry per
     masked element; `nonzero(mask)` returns every position. Only shapes matter: fake tensors
-    have no values.
+    have no values. `counts`: masks of these shapes select that many entries instead.
     """
+
+    def __init__(self, counts: dict[tuple[int, ...], int] | None = None) -> None:
+        super().__init__()
+        self.counts = dict(counts or {})
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
@@ -88,7 +94,8 @@ class FullMasks(TorchDispatchMode):
             indices: list[torch.Tensor | None] = []
             for index in args[1]:
                 if _is_mask(index):
-                    every = torch.zeros(index.numel(), dtype=torch.long, device=index.device)
+                    selected = self.counts.get(tuple(index.shape), index.numel())
+                    every = torch.zeros(selected, dtype=torch.long, device=index.device)
                     indices.extend([every] * index.dim())
                 else:
                     indices.append(index)

@@ -25,6 +25,11 @@ from kuberl_runtime.algorithms import GlobalBatch
 from kuberl_runtime.device import Device
 from kuberl_runtime.dryrun.packed import FLASH_VARLEN, FullMasks, sequences_of
 from kuberl_runtime.dryrun.probes import FLOP_FORMULAS, CollectiveBytes, LargestAllocation
+from kuberl_runtime.dryrun.sequence_parallel import (
+    measured_group,
+    predictor_masks,
+    tokens_per_rank,
+)
 from kuberl_runtime.dryrun.shapes import ACCELERATORS
 from kuberl_runtime.engine.actor import Actor, ActorSettings
 from kuberl_runtime.engine.fsdp import apply_fsdp, torch_dtype
@@ -32,8 +37,10 @@ from kuberl_runtime.engine.init import load_from_rank0
 from kuberl_runtime.engine.micro import MicroBatching
 from kuberl_runtime.engine.model_builder import ModelSpec, build_causal_lm_empty
 from kuberl_runtime.engine.optim import clip_and_step_unchecked, grad_norm
+from kuberl_runtime.engine.ulysses import UlyssesGroup
 from kuberl_runtime.rollout.vllm import DEFAULT_BUCKET_BYTES, buckets
 from kuberl_runtime.trainer.batch import Batch
+from kuberl_runtime.trainer.components import with_sp
 
 GiB = 1 << 30
 CPU = torch.device("cpu")  # fake tensors: no storage; stands for the accelerator
@@ -65,6 +72,13 @@ class DryRunInput:
     # The device's own memory when known (the runtime's check reads it from torch); else the
     # table's figure for `accelerator`.
     accelerator_memory_gib: float | None = None
+    # actor.ulysses_sequence_parallel_size: the world is dp x sp; each SP group's ranks hold the
+    # same rows (the micro-batch rows above are per SP group) and run 1/sp of every sequence.
+    sp_size: int = 1
+
+    @property
+    def dp_size(self) -> int:
+        return self.world_size // self.sp_size
 
     @property
     def capacity_gib(self) -> float:
@@ -96,12 +110,20 @@ class DryRunReport:
 
 
 def run_dry(spec: DryRunInput) -> DryRunReport:
-    """Every phase on rank 0 of a fake world of `spec.world_size` ranks."""
+    """Every phase on one rank of a fake world of `spec.world_size` ranks (with Ulysses SP, the
+    last rank of an SP group: dryrun/sequence_parallel.py)."""
     with _fake_world(spec.world_size) as mesh, tempfile.TemporaryDirectory() as tmp:
+        sp = measured_group(spec)
         model_spec = _model_spec(spec, Path(tmp))
         width = spec.prompt_length + spec.response_length
-        with FakeTensorMode(allow_non_fake_inputs=True), FullMasks(), sequences_of(width):
-            return _run_phases(spec, model_spec, mesh)
+        masks = FullMasks(predictor_masks(spec, _row_counts(spec), sp))
+        with FakeTensorMode(allow_non_fake_inputs=True), masks, sequences_of(width):
+            return _run_phases(spec, model_spec, mesh, sp)
+
+
+def _row_counts(spec: DryRunInput) -> list[int]:
+    rows = [spec.micro_batch_rows, spec.log_prob_micro_batch_rows]
+    return rows + ([spec.ref_micro_batch_rows] if spec.ref_micro_batch_rows else [])
 
 
 @contextlib.contextmanager
@@ -126,21 +148,24 @@ def _model_spec(spec: DryRunInput, tmp: Path) -> ModelSpec:
     )
 
 
-def _run_phases(spec: DryRunInput, model_spec: ModelSpec, mesh: DeviceMesh) -> DryRunReport:
+def _run_phases(
+    spec: DryRunInput, model_spec: ModelSpec, mesh: DeviceMesh, sp: UlyssesGroup
+) -> DryRunReport:
     gpu = Device("cuda")  # the precision/offload decisions of a GPU run; storage stays fake
     fsdp = fsdp_plan({"dtype": spec.param_dtype})
     phases: list[PhaseResult] = []
-    model = apply_fsdp(
-        build_causal_lm_empty(model_spec, torch_dtype(spec.actor_dtype)), fsdp, gpu, mesh
-    )
+    # FSDP shards over the whole world (dp x sp), as the runtime's build_sharded does.
+    actor_model = with_sp(sp, build_causal_lm_empty, model_spec, torch_dtype(spec.actor_dtype))
+    model = apply_fsdp(actor_model, fsdp, gpu, mesh)
     parameters = sum(p.numel() for p in model.parameters())  # DTensor numel: the global one
     host = _host_state_dict(model_spec)  # rank 0's checkpoint read, in host memory: not tracked
     phases.append(_measure_init(model, host))
     ref = None
     if spec.needs_reference:
         ref_spec = dataclasses.replace(model_spec, enable_gradient_checkpointing=False)
-        ref = _sharded(ref_spec, fsdp, gpu, mesh, torch_dtype(spec.ref_dtype)).requires_grad_(False)
-    actor = Actor(model, _actor_config(spec), _settings(spec), ref_model=ref)
+        ref_dtype = torch_dtype(spec.ref_dtype)
+        ref = _sharded(ref_spec, fsdp, gpu, mesh, ref_dtype, sp).requires_grad_(False)
+    actor = Actor(model, _actor_config(spec), _settings(spec, sp), ref_model=ref)
     ref_bytes = _local_bytes(ref) if ref is not None else 0
     update_batch = _batch(spec, spec.micro_batch_rows, with_targets=True)
 
@@ -151,7 +176,7 @@ def _run_phases(spec: DryRunInput, model_spec: ModelSpec, mesh: DeviceMesh) -> D
 
     # The update first: from then on the optimizer state is resident, as in every later step.
     # (`_measure` runs each phase once before measuring it, so the update's own peak counts it.)
-    update_tokens = _tokens(spec, spec.micro_batch_rows)
+    update_tokens = tokens_per_rank(spec, spec.micro_batch_rows, sp)
     phases.append(
         _measure("update_actor", model, actor.optimizer, update, update_tokens, ref_bytes)
     )
@@ -162,7 +187,7 @@ def _run_phases(spec: DryRunInput, model_spec: ModelSpec, mesh: DeviceMesh) -> D
             model,
             actor.optimizer,
             lambda: actor.compute_log_prob(log_prob_batch, MicroBatching(), calculate_entropy=True),
-            _tokens(spec, spec.log_prob_micro_batch_rows),
+            tokens_per_rank(spec, spec.log_prob_micro_batch_rows, sp),
             ref_bytes,
         )
     )
@@ -176,7 +201,7 @@ def _run_phases(spec: DryRunInput, model_spec: ModelSpec, mesh: DeviceMesh) -> D
                 ref,
                 None,
                 lambda: actor.compute_ref_log_prob(ref_batch, MicroBatching()),
-                _tokens(spec, ref_rows),
+                tokens_per_rank(spec, ref_rows, sp),
                 actor_bytes,
             )
         )
@@ -187,9 +212,14 @@ def _run_phases(spec: DryRunInput, model_spec: ModelSpec, mesh: DeviceMesh) -> D
 
 
 def _sharded(
-    spec: ModelSpec, fsdp: FSDPPlan, device: Device, mesh: DeviceMesh, dtype: torch.dtype
+    spec: ModelSpec,
+    fsdp: FSDPPlan,
+    device: Device,
+    mesh: DeviceMesh,
+    dtype: torch.dtype,
+    sp: UlyssesGroup,
 ) -> nn.Module:
-    model = apply_fsdp(build_causal_lm_empty(spec, dtype), fsdp, device, mesh)
+    model = apply_fsdp(with_sp(sp, build_causal_lm_empty, spec, dtype), fsdp, device, mesh)
     return model.to_empty(device=CPU)
 
 
@@ -291,37 +321,35 @@ def _optimizer_bytes(optimizer: torch.optim.Optimizer) -> int:
 
 
 def _actor_config(spec: DryRunInput) -> ActorPlan:
-    """One micro-batch of `micro_batch_rows` per rank and mini-batch."""
+    """One micro-batch of `micro_batch_rows` per data-parallel rank and mini-batch."""
     node = {
-        "ppo_mini_batch_size": spec.world_size * spec.micro_batch_rows,
+        "ppo_mini_batch_size": spec.dp_size * spec.micro_batch_rows,
         "ppo_micro_batch_size_per_gpu": spec.micro_batch_rows,
         "use_kl_loss": spec.needs_reference,
+        "ulysses_sequence_parallel_size": spec.sp_size,
     }
-    return actor_plan(node, dp_size=spec.world_size)
+    return actor_plan(node, dp_size=spec.dp_size)
 
 
 def _global_batch(spec: DryRunInput) -> GlobalBatch:
     """The update's counts with every rank holding full-length rows, as `_batch` builds them."""
-    rows = spec.world_size * spec.micro_batch_rows
+    rows = spec.dp_size * spec.micro_batch_rows
     return GlobalBatch(
-        dp_size=spec.world_size,
+        dp_size=spec.dp_size,
         batch_num_tokens=rows * spec.response_length,
         global_batch_size=rows,
     )
 
 
-def _settings(spec: DryRunInput) -> ActorSettings:
+def _settings(spec: DryRunInput, sp: UlyssesGroup) -> ActorSettings:
     return ActorSettings(
         temperature=1.0,
         use_remove_padding=spec.use_remove_padding,
         rollout_n=1,
-        world_size=spec.world_size,
+        world_size=spec.dp_size,
         total_training_steps=1,
+        sp=sp,
     )
-
-
-def _tokens(spec: DryRunInput, rows: int) -> int:
-    return rows * (spec.prompt_length + spec.response_length)
 
 
 def _batch(spec: DryRunInput, rows: int, with_targets: bool = False) -> Batch:

@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass
 
 from kuberl_runtime.dryrun.run import DryRunReport, GiB
+from kuberl_runtime.dryrun.sequence_parallel import SP_KEY
+from kuberl_runtime.engine.ulysses import check_heads
 
 # Beyond what the dry run tracks: the CUDA/HCCL context, collective buffers, and what vLLM keeps
 # on the device while asleep. An allowance, not a measurement.
@@ -101,6 +103,9 @@ def _training_advice(report: DryRunReport, phase: str, budget: float) -> str:
         fixes.append(f"lower {_KNOBS[phase]} from {rows} to {fitting}")
     else:
         fixes.append("one row does not fit: shorten prompt + response, or use more devices")
+    sp_fix = _sequence_parallel_advice(report, peak, static, budget)
+    if sp_fix:
+        fixes.append(sp_fix)
     if phase == "update_actor" and not spec.gradient_checkpointing:
         fixes.append("set actor_rollout_ref.model.enable_gradient_checkpointing=true")
     fixes.append(
@@ -108,6 +113,39 @@ def _training_advice(report: DryRunReport, phase: str, budget: float) -> str:
         f"{max(fitting, 1) * (spec.prompt_length + spec.response_length)} tokens per device"
     )
     return text + ": " + "; ".join(fixes)
+
+
+def _sequence_parallel_advice(
+    report: DryRunReport, peak: float, static: float, budget: float
+) -> str | None:
+    """The smallest Ulysses degree at which this phase fits, or None where SP cannot help.
+
+    SP splits every sequence over `sp` ranks: what the phase adds above the sharded state
+    (activations, logits) shrinks about as 1/sp; the state does not. Candidates divide the world
+    and the model's heads (the runtime's own rule, `check_heads`)."""
+    spec = report.input
+    heads = _heads(spec.model_config)
+    if heads is None:
+        return None
+    transient = (peak - static) * spec.sp_size
+    for sp in range(spec.sp_size + 1, spec.world_size + 1):
+        if spec.world_size % sp or check_heads(*heads, sp) is not None:
+            continue
+        if static + transient / sp <= budget:
+            return (
+                f"or set {SP_KEY}={sp} (Ulysses: each sequence split {sp} ways over dp "
+                f"{spec.world_size // sp} x sp {sp}; about {static + transient / sp:.1f} GiB)"
+            )
+    return None
+
+
+def _heads(config: dict) -> tuple[int, int] | None:
+    """(attention heads, KV heads) of a text model or a VL model's language model."""
+    text = config.get("text_config") or config
+    if "num_attention_heads" not in text:
+        return None
+    attention = int(text["num_attention_heads"])
+    return attention, int(text.get("num_key_value_heads") or attention)
 
 
 def _more_devices(report: DryRunReport, peak: float, budget: float) -> str:
@@ -140,6 +178,7 @@ def format_report(report: DryRunReport) -> str:
         f"model {report.parameters / 1e9:.2f}B parameters, world {spec.world_size}, "
         f"{spec.accelerator} ({spec.capacity_gib:.1f} GiB), "
         f"prompt {spec.prompt_length} + response {spec.response_length}",
+        *_sp_lines(report),
         f"resident per rank (sharded params, optimizer, reference): "
         f"{report.static_bytes / GiB:.2f} GiB",
         f"{'phase':<14}{'peak GiB/rank':>14}{'TFLOP/rank':>12}{'collective GiB':>16}",
@@ -151,3 +190,18 @@ def format_report(report: DryRunReport) -> str:
         )
     lines.append(check_fit(report).message)
     return "\n".join(lines)
+
+
+def _sp_lines(report: DryRunReport) -> list[str]:
+    """The (dp, sp) layout and the tokens one rank runs per micro-batch."""
+    spec = report.input
+    tokens = ", ".join(f"{p.name} {p.tokens}" for p in report.phases if p.tokens)
+    lines = []
+    if spec.sp_size > 1:
+        lines.append(
+            f"Ulysses SP ({SP_KEY}={spec.sp_size}): dp {spec.dp_size} x sp {spec.sp_size}, "
+            f"each rank runs 1/{spec.sp_size} of every sequence; figures for the last rank of "
+            "an SP group (its slice holds the most response tokens)"
+        )
+    lines.append(f"tokens per rank and micro-batch: {tokens}")
+    return lines
