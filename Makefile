@@ -74,12 +74,13 @@ test-unit: setup cluster-bin
 	$(PY) -m pytest --ignore=tests/gpu -m "not cluster and not e2e and not runtime" $(PYTEST_ARGS)
 
 # Local control plane + kwok pools + KubeRay, helm install, operator, the learning demo; its GRPO
-# job in real pods on the real node when the machine can (root: packages and images installed
-# here first), else on kwok pods with a Ray head on the host, saying why. REAL_NODE=on|off forces.
+# job in real pods on the real node when the machine can (as root the node's packages are
+# installed here; hack/demo.py builds the pause and runtime-cpu images like `make images`, once
+# per source change), else on kwok pods with a Ray head on the host, saying why.
+# REAL_NODE=on|off forces either.
 demo: setup cluster-bin
 	@if [ "$$(id -u)" = 0 ] && [ "$(DEMO_REAL_NODE)" != off ]; then \
-	  $(MAKE) --no-print-directory images IMAGES="pause runtime-cpu" >/dev/null \
-	    || [ "$(DEMO_REAL_NODE)" = auto ]; fi
+	  $(MAKE) --no-print-directory realnode-deps || [ "$(DEMO_REAL_NODE)" = auto ]; fi
 	$(PY) hack/demo.py --real-node $(DEMO_REAL_NODE)
 
 cluster-bin:

@@ -1,21 +1,26 @@
 """`make demo`: kuberl end to end on this machine, every component the real one.
 
-    python hack/demo.py            # up, install, train, show, tear down
-    KEEP=1 python hack/demo.py     # leave everything running (`python hack/demo.py --down` ends it)
+    python hack/demo.py                  # up, install, train, show, tear down
+    python hack/demo.py --real-node off  # the GRPO job on kwok pods + a Ray head on the host
+    KEEP=1 python hack/demo.py           # leave everything running (`--down` ends it)
 
 1. the control-plane binaries (hack/cluster-bin.sh builds them once, then reuses the cache);
 2. a local control plane: etcd, kube-apiserver, controller-manager, scheduler, kwok node pools and
    the KubeRay operator (hack/localcluster.py);
-3. `helm install` of charts/kuberl, watching the demo namespace;
-4. `kuberl operator` as a local process holding the chart ServiceAccount's token (the chart's
+3. where the GRPO job's pods run: when the machine can (root, overlayfs, cgroups:
+   realnode.unsupported_reason() is None), a real kubelet + containerd node beside the kwok pools
+   running the runtime-cpu image built from images/ (hack/demo_realpods.py); otherwise it says
+   why, and a Ray head on 127.0.0.1 stands in for the RayCluster's dashboard (kwok pods are fakes);
+4. `helm install` of charts/kuberl, watching the demo namespace;
+5. `kuberl operator` as a local process holding the chart ServiceAccount's token (the chart's
    Deployment pod runs on a kwok node, where nothing really runs);
-5. a Ray head on 127.0.0.1 standing in for the RayCluster's dashboard (kwok's pods are fakes);
 6. a model that learns (kuberl_runtime.demo_learning): the random tiny Qwen2 is scored, then
    warm-started by SFT with `kuberl train examples/demo-sft.yaml` (the operator does not run SFT
    jobs yet, docs/sft.md);
 7. the GRPO stage as an RLTrainingJob: examples/demo-job.yaml's spec with examples/demo-grpo.yaml
-   as its backend_config, starting from the SFT export; its status live until it ends, a line
-   scraped from the runtime's /metrics while it trains, then accuracy before and after each stage.
+   as its backend_config, starting from the SFT export; its status live until it ends, the pod
+   a rank runs in (real pods), a line scraped from the runtime's /metrics while it trains, then
+   accuracy before and after each stage.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +43,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "hack"), str(ROOT / "tests")]  # localcluster/localray, support.helm
 
 import localcluster  # noqa: E402
+import realnode  # noqa: E402
 import yaml  # noqa: E402
+from demo_realpods import RealPods  # noqa: E402
 from localray import free_port, start_head  # noqa: E402
 
 from kuberl_runtime import demo_learning as learning  # noqa: E402
@@ -57,8 +65,11 @@ def say(text: str) -> None:
 
 
 class Demo:
-    def __init__(self, demo_dir: Path) -> None:
+    def __init__(self, demo_dir: Path, real_node: str = "auto") -> None:
         self.dir = demo_dir
+        self.real_node = real_node  # auto | on | off
+        self.pods: RealPods | None = None  # the GRPO job runs in real pods when set
+        self.sft_model = demo_dir / "sft" / "huggingface"
         self.cluster_dir = demo_dir / "cluster"
         self.started = time.monotonic()
         self.operator: subprocess.Popen | None = None
@@ -68,8 +79,16 @@ class Demo:
         self.runtime_metrics_url = ""
         self.runtime_sample = ""
         self.data: dict[str, Path] = {}
-        self.grpo_config: dict[str, Any] = {}
         self.accuracy: dict[str, float] = {}
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = time.monotonic() - started
 
     # --- setup -----------------------------------------------------------------------------
 
@@ -84,19 +103,29 @@ class Demo:
         self.accuracy["before SFT"] = learning.score_base(self.dir, self.data)
         print(f"validation accuracy before SFT: {self.accuracy['before SFT']:.2f}")
         losses = learning.run_sft(self.dir, self.data)
-        export = self.dir / "sft" / "huggingface"
-        print(f"SFT loss {losses[0]:.2f} -> {losses[-1]:.2f}; model {export}")
-        self.grpo_config = learning.grpo_job(self.data, export, "checkpoints")
-        # A checkpoint to resume from, as a cluster job keeps.
-        self.grpo_config["trainer"]["save_freq"] = 15
+        print(f"SFT loss {losses[0]:.2f} -> {losses[-1]:.2f}; model {self.sft_model}")
 
-    def start_cluster(self) -> None:
+    def start_cluster(self) -> Any:
         say("control-plane binaries (built once, then cached)")
         run(["bash", str(ROOT / "hack" / "cluster-bin.sh")])
         say("control plane: etcd, kube-apiserver, scheduler, controller-manager, kwok, KubeRay")
         state = localcluster.up(self.cluster_dir)
         self.kubeconfig = state.kubeconfig
         print(f"API server {state.server}; kubeconfig {state.kubeconfig}")
+        return state
+
+    def place_job(self, state: Any) -> None:
+        """Real pods when this machine can run the real node; else kwok pods + a host Ray head."""
+        reason = "--real-node off" if self.real_node == "off" else realnode.unsupported_reason()
+        if reason is None:
+            say("the real node: kubelet + containerd beside the kwok pools, for the job's pods")
+            self.pods = RealPods(self.dir, self.kubectl)
+            self.pods.start(state)
+        elif self.real_node == "on":
+            raise RuntimeError(f"--real-node on, but {reason}")
+        else:
+            say(f"no real node ({reason}): the GRPO job's Ray pods will be kwok fakes, "
+                "and a Ray head on the host runs the job")  # fmt: skip
         print(self.kubectl("get", "nodes", "-L", "kuberl.io/pool"))
 
     def install_chart(self) -> str:
@@ -130,12 +159,18 @@ class Demo:
         log = self.dir / "logs" / "operator.log"
         argv = [
             str(Path(sys.executable).parent / "kuberl"), "operator", "-n", NAMESPACE,
-            "--poll-interval", "2", "--dashboard-url-override", self.head.url,
-            # Outside a pod the runtime has no mounted token; the admin kubeconfig stands in.
-            "--runtime-kubeconfig", self.kubeconfig,
+            "--poll-interval", "2",
             "--metrics-host", "127.0.0.1", "--metrics-port", str(metrics),
             "--liveness", f"http://127.0.0.1:{liveness}/healthz",
         ]  # fmt: skip
+        # In real pods the operator finds each head from its pods (host IP, allocated port) and
+        # the runtime reports with the token mounted in its pod.
+        if self.pods is None:
+            # kwok pods run nothing: the host's Ray head stands in for the job's, and outside a
+            # pod the runtime has no mounted token; the admin kubeconfig stands in for it.
+            argv += ["--dashboard-url-override", self.head.url,
+                     "--runtime-kubeconfig", self.kubeconfig]  # fmt: skip
+        log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w") as out:
             env = {**os.environ, "KUBECONFIG": operator_kubeconfig}
             self.operator = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -145,12 +180,26 @@ class Demo:
 
     # --- the job ---------------------------------------------------------------------------
 
-    def run_job(self) -> dict[str, Any]:
+    def grpo_manifests(self) -> list[dict[str, Any]]:
+        """The GRPO stage: JOB_FILE's spec with the learning demo's backend_config from the SFT
+        export; in real pods, on the real node, after the volumes it mounts."""
+        data, model = self.data, self.sft_model
+        if self.pods is not None:
+            data, model = self.pods.stage_inputs(data, model)
+        config = learning.grpo_job(data, model, "checkpoints")
+        config["trainer"]["save_freq"] = 15  # a checkpoint to resume from, as cluster jobs keep
         manifest = yaml.safe_load(JOB_FILE.read_text())
-        manifest["spec"]["backend_config"] = self.grpo_config
-        APPLIED_JOB.write_text(yaml.safe_dump(manifest, sort_keys=False))
+        manifest["spec"]["backend_config"] = config
+        return self.pods.job(manifest) if self.pods is not None else [manifest]
+
+    def run_job(self) -> dict[str, Any]:
+        manifests = json.loads(json.dumps(self.grpo_manifests()))  # no YAML anchors in the file
+        APPLIED_JOB.write_text(yaml.safe_dump_all(manifests, sort_keys=False))
         say(f"GRPO from the SFT model: kubectl apply -f {APPLIED_JOB}")
-        print(f"({JOB_FILE.relative_to(ROOT)} with examples/demo-grpo.yaml as backend_config)")
+        print(f"({JOB_FILE.relative_to(ROOT)} with examples/demo-grpo.yaml as backend_config"
+              + ("; in real pods: the runtime-cpu image, hostNetwork, a head and one worker on "
+                 "the real node, inputs and outputs on host-backed volumes)"
+                 if self.pods else ")"))  # fmt: skip
         self.kubectl("delete", "rlj", JOB, "-n", NAMESPACE, "--ignore-not-found", "--wait")
         print(self.kubectl("apply", "-f", str(APPLIED_JOB)).strip())
         say("live status (phase, step, reward, ETA), one line per change")
@@ -162,6 +211,9 @@ class Demo:
             if line != last:
                 print(f"[{time.monotonic() - self.started:5.0f}s] {line}", flush=True)
                 last = line
+            if self.pods is not None:
+                self.pods.observe(NAMESPACE, JOB)
+                self.runtime_metrics_url = self.pods.metrics_url()
             self.runtime_sample = (
                 runtime_metric_line(self.runtime_metrics_url) or self.runtime_sample
             )
@@ -196,6 +248,8 @@ class Demo:
         print(f"metrics         {outputs / 'logs' / 'metrics.jsonl'}; "
               f"tensorboard --logdir {outputs / 'logs' / 'tensorboard'}")  # fmt: skip
         print(f"attempt config  {outputs / '.kuberl'}")
+        if self.pods is not None:
+            self.pods.report(outputs)
         print(f"runtime         {self.runtime_metrics_url} (rank 0, while it trains)")
         print(f"                {self.runtime_sample or '(not scraped: the run ended first)'}")
         print(f"operator        curl {self.metrics_url}")
@@ -266,6 +320,8 @@ def progress_line(status: dict[str, Any]) -> str:
 
 def runtime_metric_line(url: str) -> str:
     """One sample of the runtime's own gauges (empty until rank 0 serves them)."""
+    if not url:
+        return ""
     try:
         text = fetch(url)
     except OSError:
@@ -307,20 +363,35 @@ def main(argv: list[str] | None = None) -> int:
         help="leave the cluster, operator and Ray head running (env KEEP=1)",
     )
     parser.add_argument("--down", action="store_true", help="stop a demo kept with KEEP=1")
+    parser.add_argument(
+        "--real-node",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="the GRPO job in real pods: auto (when the machine can, saying why not), on, off",
+    )
     args = parser.parse_args(argv)  # fmt: skip
-    demo = Demo(DEMO_DIR)
+    demo = Demo(DEMO_DIR, args.real_node)
     if args.down:
         stop_kept(DEMO_DIR)
         return 0
     ok = False
     try:
-        demo.prepare_storage()
-        demo.start_cluster()
-        operator_kubeconfig = demo.install_chart()
-        demo.warm_start()
-        demo.start_ray()
-        demo.start_operator(operator_kubeconfig)
-        status = demo.run_job()
+        with demo.stage("storage"):
+            demo.prepare_storage()
+        with demo.stage("control plane"):
+            state = demo.start_cluster()
+        with demo.stage("real node" if demo.real_node != "off" else "placement"):
+            demo.place_job(state)
+        with demo.stage("chart"):
+            operator_kubeconfig = demo.install_chart()
+        with demo.stage("score + SFT"):
+            demo.warm_start()
+        with demo.stage("operator"):
+            if demo.pods is None:
+                demo.start_ray()
+            demo.start_operator(operator_kubeconfig)
+        with demo.stage("GRPO job"):
+            status = demo.run_job()
         demo.report(status)
         ok = status.get("phase") == "Succeeded"
     finally:
@@ -330,9 +401,11 @@ def main(argv: list[str] | None = None) -> int:
             print("stop cluster, operator and Ray head: `.venv/bin/python hack/demo.py --down`")
         else:
             say("tearing down")
-            demo.stop_processes()
-            localcluster.down(demo.cluster_dir)
-        print(f"\ndemo {'succeeded' if ok else 'FAILED'} in {time.monotonic() - demo.started:.0f}s")
+            with demo.stage("teardown"):
+                demo.stop_processes()
+                localcluster.down(demo.cluster_dir)
+        print(f"\ndemo {'succeeded' if ok else 'FAILED'} in {time.monotonic() - demo.started:.0f}s "
+              f"({', '.join(f'{k} {v:.0f}s' for k, v in demo.seconds.items())})")  # fmt: skip
     return 0 if ok else 1
 
 

@@ -324,10 +324,13 @@ def _cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
-def start_real_node(state: ClusterState, timeout: float = 300.0) -> realnode.RealNode:
-    """Build (or find cached) the images, then start the real node beside this cluster. A node
-    that already runs gets the images of today's sources (what the host's operator runs)."""
-    images = build_images()
+def start_real_node(
+    state: ClusterState, timeout: float = 300.0, names: tuple[str, ...] | None = None
+) -> realnode.RealNode:
+    """Build (or find cached) the images (`names` only; default all), then start the
+    real node beside this cluster. A node that already runs gets the images of today's sources
+    (what the host's operator runs)."""
+    images = build_images(names) if names else build_images()
     existing = realnode.load_real_node(Path(state.dir))
     if existing and all(is_running(p) for p in existing.processes):
         realnode.import_images(Path(state.dir), existing, images)

@@ -106,15 +106,20 @@ build_image() {
     while IFS= read -r line; do
       grep -qE "^ARG ${line%%=*}(=|$)" "${dockerfile}" && args+=(--build-arg "${line}")
     done < <(grep -E '^[A-Z][A-Z0-9_]*=' "${ROOT}/images/versions.env" | grep -v '^PYTHON_IMAGE=')
-    log "building ${REGISTRY}/${name}:${version} on ${base}"
+    local build_log="${IMAGES}/${name}-build.log"
+    log "building ${REGISTRY}/${name}:${version} on ${base} (log: ${build_log})"
     local start=${SECONDS}
     # The host's CA bundle and pip cache are bind mounts: used by the build, never committed.
-    pod build --pull=never --network host --layers --format docker \
+    if ! pod build --pull=never --network host --layers --format docker \
       --file "${dockerfile}" --ignorefile "${dockerfile}.dockerignore" \
       --build-arg "PYTHON_IMAGE=${base}" "${args[@]}" \
       -v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro \
       -v "${IMAGES}/pip.conf:/etc/pip.conf:ro" -v "${PIP_CACHE}:/root/.cache/pip" \
-      -t "${REGISTRY}/${name}:${version}" "${ROOT}" >&2
+      -t "${REGISTRY}/${name}:${version}" "${ROOT}" >"${build_log}" 2>&1; then
+      tail -n 40 "${build_log}" >&2
+      log "${name}: build failed; the whole log is ${build_log}"
+      return 1
+    fi
     save "${REGISTRY}/${name}:${version}" "${name}" "${tarball}"
     log "${name}: built in $((SECONDS - start)) s, $(du -h "${tarball}" | cut -f1)"
   fi

@@ -159,6 +159,22 @@ def test_shm_size(memory, shared, expected):
     assert quantity_bytes(got) == quantity_bytes(expected)
 
 
+def test_ray_containers_have_a_read_only_root_and_a_writable_tmp_home():
+    """Ray's session dir and HOME-relative caches land on the /tmp emptyDir; a job's own HOME
+    wins. tests/realpods/test_grpo.py runs a job this way in real pods."""
+    rc = cluster({})
+    for group in (rc["spec"]["headGroupSpec"], worker(rc)):
+        c, pod = container(group), group["template"]["spec"]
+        assert c["securityContext"]["readOnlyRootFilesystem"] is True
+        (tmp,) = (m for m in c["volumeMounts"] if m["mountPath"] == "/tmp")
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        assert volumes[tmp["name"]] == {"name": "tmp", "emptyDir": {}}
+        assert {"name": "HOME", "value": "/tmp"} in c["env"]
+    own = cluster({"spec.env": [{"name": "HOME", "value": "/work"}]})
+    homes = [e for e in container(worker(own))["env"] if e["name"] == "HOME"]
+    assert homes == [{"name": "HOME", "value": "/work"}]
+
+
 def test_shm_volume_uses_memory_medium_sized_from_the_pool():
     rc = cluster({"spec.workerPools[0].sharedMemory": "24Gi"})
     volumes = {v["name"]: v for v in worker(rc)["template"]["spec"]["volumes"]}

@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 
 import pytest
 from realnode.jobs import RUNTIME_UID, host_volume
+from realnode.ranks import find_rank
 
 from realpods.grpo import hold_after_checkpoint, operator, real_job, release, stage_inputs
 from support.e2e_jobs import read_metrics
@@ -31,7 +32,6 @@ pytestmark = [pytest.mark.realpods, pytest.mark.timeout(3600)]
 STEPS, SAVE_FREQ = 6, 2
 RUN_TIMEOUT = 1500
 REPO = Path(__file__).resolve().parents[2]
-RANK_ACTOR = "RankProcess"  # kuberl_runtime.launcher.ray: one Ray actor per rank
 
 
 @pytest.fixture(scope="module")
@@ -85,23 +85,6 @@ def pods(kubectl: Any, namespace: str, selector: str) -> list[dict[str, Any]]:
     return json.loads(listing)["items"]
 
 
-# Inside a pod: each rank actor's command line and the job's env it inherited from the container
-# (its /proc/<pid>/environ is what the raylet started it with: the pod's env, not the driver's).
-RANK_PROBE = (
-    "for p in /proc/[0-9]*; do "
-    f"if tr '\\0' ' ' <$p/cmdline 2>/dev/null | grep -q '^ray::{RANK_ACTOR}'; then "
-    "echo rank-pid=${p#/proc/}; tr '\\0' '\\n' <$p/environ | grep -E '^KUBERL_'; fi; done"
-)
-
-
-def rank_in_pod(kubectl: Any, namespace: str, pod: str) -> dict[str, str] | None:
-    """The env a rank actor running inside `pod` sees (None while none runs there)."""
-    output = kubectl("exec", "-n", namespace, pod, "--", "sh", "-c", RANK_PROBE, check=False)
-    if "rank-pid=" not in output:
-        return None
-    return dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
-
-
 def wait_for_rank(env: dict[str, Any], kubectl: Any, job: str) -> dict[str, Any]:
     """The worker pod a training rank runs in, seen from inside that pod's PID namespace."""
     cluster = f"{job}-a1"
@@ -109,16 +92,17 @@ def wait_for_rank(env: dict[str, Any], kubectl: Any, job: str) -> dict[str, Any]
     def seen() -> dict[str, Any] | None:
         status = env["jobs"].status(job)
         assert status.get("phase") not in ("Failed", "Succeeded"), json.dumps(status)[-3000:]
-        for role in ("worker", "head"):
-            selector = f"ray.io/cluster={cluster},ray.io/node-type={role}"
-            for pod in pods(kubectl, env["ns"], selector):
-                if pod["status"].get("phase") != "Running":
-                    continue
-                if found := rank_in_pod(kubectl, env["ns"], pod["metadata"]["name"]):
-                    return {"role": role, "pod": pod, "env": found}
-        return None
+        return find_rank(kubectl, env["ns"], cluster)
 
     return wait_for("a training rank inside a pod", seen, timeout=RUN_TIMEOUT, interval=3)
+
+
+# Inside the worker pod while its rank trains: the image's files and HOME cannot be written, /tmp
+# (an emptyDir holding Ray's session dir) can.
+WRITE_PROBE = (
+    "touch /opt/kuberl/probe 2>/dev/null && echo root=writable || echo root=read-only; "
+    "touch /tmp/probe && echo tmp=writable; echo home=$HOME; ls -d /tmp/ray/session_latest"
+)
 
 
 def scrape(url: str, line: str) -> str | None:
@@ -162,6 +146,8 @@ def straight(env, kubectl) -> dict[str, Any]:
     try:
         env["jobs"].apply(job)
         rank = wait_for_rank(env, kubectl, "straight")
+        writes = kubectl("exec", "-n", env["ns"], rank["pod"]["metadata"]["name"], "--", "sh",
+                         "-c", WRITE_PROBE, check=False)  # fmt: skip
         # Rank 0 serves its metrics on the node's address, on its pod group's own port.
         url = f"http://{env['node'].address}:{rank['env']['KUBERL_METRICS_PORT']}/metrics"
         checkpoint = f'kuberl_runtime_last_checkpoint_step{{kuberl_job="straight"}} {SAVE_FREQ}.0'
@@ -174,7 +160,7 @@ def straight(env, kubectl) -> dict[str, Any]:
     kubectl("delete", "raycluster", "straight-a1", "-n", env["ns"], "--wait=false")
     return {
         "af": af, "status": status, "rank": rank, "head": head, "head_log": head_log,
-        "scraped": scraped,
+        "scraped": scraped, "writes": writes,
     }  # fmt: skip
 
 
@@ -227,10 +213,17 @@ def test_rank_metrics_port_is_the_worker_groups_own(straight):
     assert 'kuberl_runtime_global_step{kuberl_job="straight"}' in straight["scraped"]
 
 
-def test_pods_run_as_non_root(straight):
-    spec = straight["head"]["spec"]
-    assert spec["securityContext"]["runAsNonRoot"] is True
-    assert spec["securityContext"]["runAsUser"] == 1000
+def test_pods_run_as_non_root_with_a_read_only_root_filesystem(straight):
+    """The job above trained this way: Ray and the runtime write only to /tmp and the volumes."""
+    for pod in (straight["head"], straight["rank"]["pod"]):
+        spec = pod["spec"]
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        assert spec["securityContext"]["runAsUser"] == 1000
+        [container] = spec["containers"]
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    writes = straight["writes"]
+    assert "root=read-only" in writes and "tmp=writable" in writes, writes
+    assert "home=/tmp" in writes and "/tmp/ray/session_latest" in writes, writes
 
 
 def test_worker_pod_lost_mid_run_resumes_from_checkpoint_to_the_same_weights(

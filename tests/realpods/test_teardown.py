@@ -1,6 +1,7 @@
 """Stopping the real node with a pod still running leaves nothing on the host: no process that
-names its work dir (containerd, shims, kubelet), no mount under it, no cgroup, no KUBE-* chain,
-no node address on `lo`. Then the node starts again for whatever runs next."""
+names its work dir (containerd, shims, kubelet) and none of the pod's own processes, no mount
+under its work dir or its image store, no cgroup, no KUBE-* or CNI-* chain (iptables or
+ip6tables), no node address on `lo`. Then the node starts again for whatever runs next."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 import realnode
+from realnode import host
 
 from realpods.pods import real_pod
 from support.rljobs import wait_for
@@ -38,20 +40,27 @@ def test_stop_leaves_no_process_mount_cgroup_or_chain(
     assert node is not None
     shims_before = _pids_naming(node.work)
     assert shims_before, "a running pod has a containerd shim that names the node's socket"
+    in_pods = _pids_in_cgroups(node.cgroup_root)
+    assert in_pods, "the sleeper's processes live in the node's cgroups"
+    assert Path(node.store).resolve().as_posix() in Path("/proc/self/mountinfo").read_text()
     lo = subprocess.run(["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True)
     assert f" {node.address}/32 " in lo.stdout, "the node's address is on lo while it runs"
 
     assert realnode.stop_real_node(state_dir) == []
 
     assert _pids_naming(node.work) == []
+    assert [pid for pid in in_pods if Path(f"/proc/{pid}").exists()] == []
     mountinfo = Path("/proc/self/mountinfo").read_text()
-    assert node.work not in mountinfo
+    # The store's paths appear as mount points and in overlay options (lowerdir=...).
+    assert node.work not in mountinfo and Path(node.store).resolve().as_posix() not in mountinfo
+    assert [path for path in host.cgroup_dirs(node.cgroup_root) if path.exists()] == []
     assert not any(
         (hierarchy / node.cgroup_root.lstrip("/")).exists()
         for hierarchy in Path("/sys/fs/cgroup").iterdir()
     )
-    saved = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
-    assert ":KUBE-" not in saved
+    for tool in ("iptables-save", "ip6tables-save"):
+        saved = subprocess.run([tool], capture_output=True, text=True, check=True).stdout
+        assert ":KUBE-" not in saved and ":CNI-" not in saved, tool
     lo = subprocess.run(["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True)
     assert f" {node.address}/32 " not in lo.stdout
     assert not Path(node.work).exists() and realnode.load_real_node(state_dir) is None
@@ -69,6 +78,14 @@ def _pids_naming(text: str) -> list[int]:
         except OSError:
             continue
     return pids
+
+
+def _pids_in_cgroups(cgroup_root: str) -> list[int]:
+    pids: set[int] = set()
+    for path in host.cgroup_dirs(cgroup_root):
+        for procs in path.rglob("cgroup.procs") if path.exists() else ():
+            pids.update(int(pid) for pid in procs.read_text().split())
+    return sorted(pids)
 
 
 def _restart(local_cluster: Any, node: Any) -> Any:

@@ -9,6 +9,11 @@ from kuberl_operator.builders.common import JobRef, dump
 OUTPUT_VOLUME = "af-output"
 MODEL_VOLUME = "model"
 SHM_VOLUME = "dshm"
+# Ray containers run with a read-only root filesystem. This emptyDir at /tmp takes what they
+# write outside the job's volumes: Ray's session dir (/tmp/ray), temp files, and HOME-relative
+# caches (HOME=/tmp: Hugging Face, vLLM, Triton, matplotlib) unless the job sets HOME itself.
+TMP_VOLUME = "tmp"
+WRITABLE_DIR = "/tmp"
 RUN_AS_USER = 1000  # the `ray` user of the Ray images
 # Rank 0 serves its training metrics on this port of its pod (KUBERL_METRICS_PORT).
 RUNTIME_METRICS_PORT_NUMBER = 8090
@@ -25,9 +30,16 @@ def volume_source(name: str, source: VolumeSource) -> dict[str, Any]:
 def volumes_and_mounts(
     spec: RLTrainingJobSpec, shm_size: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The af_output_dir volume at the same path everywhere, the model volume and /dev/shm."""
-    volumes = [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": shm_size}}]
-    mounts = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
+    """The af_output_dir volume at the same path everywhere, the model volume, /dev/shm and a
+    writable /tmp."""
+    volumes = [
+        {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": shm_size}},
+        {"name": TMP_VOLUME, "emptyDir": {}},
+    ]
+    mounts = [
+        {"name": SHM_VOLUME, "mountPath": "/dev/shm"},
+        {"name": TMP_VOLUME, "mountPath": WRITABLE_DIR},
+    ]
     output = spec.storage.output
     if output and (output.claim_name or output.host_path):
         volumes.append(volume_source(OUTPUT_VOLUME, output))
@@ -46,6 +58,7 @@ def container_env(job: JobRef, spec: RLTrainingJobSpec) -> list[dict[str, Any]]:
         {"name": "KUBERL_JOB_NAME", "value": job.name},
         {"name": "KUBERL_JOB_NAMESPACE", "value": job.namespace},
         {"name": "KUBERL_METRICS_PORT", "value": str(RUNTIME_METRICS_PORT_NUMBER)},
+        {"name": "HOME", "value": WRITABLE_DIR},  # the image's HOME is on the read-only root
     ]
     names = {var["name"] for var in user}
     return user + [var for var in own if var["name"] not in names]
@@ -68,6 +81,7 @@ def container_security_context() -> dict[str, Any]:
     return {
         "allowPrivilegeEscalation": False,
         "runAsNonRoot": True,
+        "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
         "seccompProfile": {"type": "RuntimeDefault"},
     }
