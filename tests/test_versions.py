@@ -99,3 +99,11 @@ def test_npu_pins_belong_together():
     env = _env_pins()
     assert env["TORCH_NPU_VERSION"].split(".post")[0] == env["NPU_TORCH_VERSION"]
     assert env["VLLM_ASCEND_VERSION"].split(".post")[0] == env["NPU_VLLM_VERSION"]
+
+
+def test_the_dry_runs_validated_torch_is_the_pinned_torch():
+    """The rank-0 memory check enforces its verdict only under the torch it was checked with."""
+    from kuberl_runtime.dryrun.from_plan import VALIDATED_TORCH
+
+    pinned = _pyproject_pins()["torch"]
+    assert pinned.startswith(VALIDATED_TORCH + "."), (pinned, VALIDATED_TORCH)

@@ -24,6 +24,10 @@ from kuberl_runtime.dryrun.verdict import FitVerdict, check_fit, format_report
 
 logger = logging.getLogger(__name__)
 
+VALIDATED_TORCH = "2.13"
+"""The torch release whose dry run matched a GPU's allocator (bench/results/gpu_h100.txt: every
+training phase within 4%); under torch 2.11 (the NPU image's) FSDP2's memory tracker over-states
+the update up to x1.5, so there a verdict that the job does not fit is reported, not enforced."""
 CHECK_ENV = "KUBERL_MEMORY_CHECK"
 MEMORY_ENV = "KUBERL_MEMORY_CHECK_GIB"
 GiB = 1024**3
@@ -107,7 +111,10 @@ def check_before_loading(
 
 
 def check_memory_plan(
-    plan: RunPlan, device_type: str, environ: Mapping[str, str] = os.environ
+    plan: RunPlan,
+    device_type: str,
+    environ: Mapping[str, str] = os.environ,
+    torch_version: str = torch.__version__,
 ) -> FitVerdict | None:
     """Rank 0, before the process group and any weight: the fail-fast memory check.
 
@@ -131,8 +138,17 @@ def check_memory_plan(
         return None
     try:
         return check_before_loading(plan, config, accelerator, memory)
-    except JobDoesNotFit:
-        raise
+    except JobDoesNotFit as refusal:
+        if torch_version.startswith(VALIDATED_TORCH + "."):
+            raise
+        logger.warning(
+            "%s\n(not enforced: the dry run's memory figures are checked against a GPU under "
+            "torch %s; this is torch %s, whose tracker over-states the update)",
+            refusal,
+            VALIDATED_TORCH,
+            torch_version,
+        )
+        return None
     except Exception:  # a dry-run limitation must not stop a job that may well fit
         logger.warning("memory check skipped: the dry run failed", exc_info=True)
         return None

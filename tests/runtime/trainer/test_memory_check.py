@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from kuberl_runtime.config import run_config_from_dict
-from kuberl_runtime.dryrun.from_plan import check_memory_plan
+from kuberl_runtime.dryrun.from_plan import JobDoesNotFit, check_memory_plan
 
 from .conftest import base_config, run_train
 
@@ -44,3 +44,12 @@ def test_a_job_that_fits_passes_the_check_and_trains(tiny_model_dir, tmp_path):
     assert "memory plan" in result.stderr
     assert "fits: training peak" in result.stderr
     assert (out / "logs" / "metrics.jsonl").read_text().count("\n") == 1
+
+
+def test_the_verdict_is_enforced_only_under_the_torch_it_was_checked_with(tiny_model_dir, tmp_path):
+    plan = run_config_from_dict(base_config(tiny_model_dir, tmp_path)).plan
+    tiny_device = {"KUBERL_MEMORY_CHECK_GIB": "3"}
+    with pytest.raises(JobDoesNotFit, match="would run out of accelerator memory"):
+        check_memory_plan(plan, "cuda", environ=tiny_device, torch_version="2.13.0+cu130")
+    # torch 2.11 (the NPU image's) over-states the update: reported, the job goes on.
+    assert check_memory_plan(plan, "cuda", environ=tiny_device, torch_version="2.11.0") is None
