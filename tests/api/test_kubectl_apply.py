@@ -24,19 +24,23 @@ CRD_FILE = ROOT / "crds" / "rltrainingjobs.kuberl.io.yaml"
 
 
 def _manifests() -> dict[str, str]:
-    found = {
-        f"examples/{path.name}": path.read_text()
-        for path in sorted((ROOT / "examples").glob("*.yaml"))
-        if any(
-            isinstance(doc, dict) and doc.get("kind") == "RLTrainingJob"
-            for doc in load_yaml_all(path.read_text())
-        )
-    }
+    """Each RLTrainingJob of the examples (`FILE#i` for a file holding several) and the README."""
+    found = {}
+    for path in sorted((ROOT / "examples").glob("*.yaml")):
+        texts = [t for t in re.split(r"^---\s*$", path.read_text(), flags=re.M) if _is_job(t)]
+        for i, text in enumerate(texts):
+            found[f"examples/{path.name}" + (f"#{i}" if len(texts) > 1 else "")] = text
     blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     jobs = [block for block in blocks if "kind: RLTrainingJob" in block]
     assert jobs, "the README shows a job"
     found.update({f"README.md#{i}": block for i, block in enumerate(jobs)})
     return found
+
+
+def _is_job(text: str) -> bool:
+    return any(
+        isinstance(doc, dict) and doc.get("kind") == "RLTrainingJob" for doc in load_yaml_all(text)
+    )
 
 
 MANIFESTS = _manifests()
@@ -81,8 +85,13 @@ def test_manifest_applies_as_written(kubectl: Any, name: str) -> None:
     stored = json.loads(done.stdout)
     result = validate_document(parse_document(stored))
     assert result.ok, [p.render() for p in result.errors]
+    spec = load_yaml(MANIFESTS[name])["spec"]
+    if "sft_config" in spec:  # an SFT job: the typed SFT tree is stored as written
+        assert result.sft_config is not None
+        assert stored["spec"]["sft_config"] == spec["sft_config"]
+        return
     assert result.backend_config is not None
-    written = load_yaml(MANIFESTS[name])["spec"]["backend_config"]["actor_rollout_ref"]
+    written = spec["backend_config"]["actor_rollout_ref"]
     expected_n = written.get("rollout", {}).get("n", written.get("rollout", {}).get("false", 1))
     assert result.backend_config.actor_rollout_ref.rollout.n == expected_n
 
