@@ -82,6 +82,7 @@ def dry_run_input(
         accelerator=accelerator,
         accelerator_memory_gib=accelerator_memory_gib,
         sp_size=sp,
+        freeze_vision_tower=actor.freeze_vision_tower,
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 from torch.distributed._tools.fake_collectives import collective_ops
+from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 from torch.distributed.tensor import DTensor
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
@@ -128,3 +129,25 @@ class LargestAllocation(TorchDispatchMode):
                 if t.dtype == torch.float32:
                     self.largest_fp32 = max(self.largest_fp32, size)
         return out
+
+
+class MemTracker(FSDPMemTracker):
+    """FSDP2's memory tracker, tolerating FSDP units that never run forward.
+
+    The tracker assumes every unit ran forward before its post-backward; a vision-language
+    model's vision blocks do not on the dry run's text-only rows (their state is counted, as
+    sharded parameters and optimizer state; their activations are not). Those units' post-backward
+    runs untracked: nothing was unsharded and they have no gradients.
+    """
+
+    def _fsdp_param_group_post_backward(self, fsdp_mod, orig_fsdp_param_group_post_backward):  # type: ignore[override]
+        tracked = super()._fsdp_param_group_post_backward(
+            fsdp_mod, orig_fsdp_param_group_post_backward
+        )
+
+        def inner(*args: Any, **kwargs: Any) -> None:
+            if fsdp_mod not in self.memory_tracking:
+                return orig_fsdp_param_group_post_backward(*args, **kwargs)
+            return tracked(*args, **kwargs)
+
+        return inner

@@ -14,7 +14,6 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.testing._internal.distributed.fake_pg import FakeStore
 from torch.utils.flop_counter import FlopCounterMode
@@ -24,13 +23,23 @@ from kuberl_api.plan.standalone import actor_plan, fsdp_plan
 from kuberl_runtime.algorithms import GlobalBatch
 from kuberl_runtime.device import Device
 from kuberl_runtime.dryrun.packed import FLASH_VARLEN, FullMasks, sequences_of
-from kuberl_runtime.dryrun.probes import FLOP_FORMULAS, CollectiveBytes, LargestAllocation
+from kuberl_runtime.dryrun.probes import (
+    FLOP_FORMULAS,
+    CollectiveBytes,
+    LargestAllocation,
+    MemTracker,
+)
 from kuberl_runtime.dryrun.sequence_parallel import (
     measured_group,
     predictor_masks,
     tokens_per_rank,
 )
 from kuberl_runtime.dryrun.shapes import ACCELERATORS
+from kuberl_runtime.dryrun.vision import (
+    create_vision_optimizer_state,
+    refuse_sequence_parallel,
+    vision_parameters,
+)
 from kuberl_runtime.engine.actor import Actor, ActorSettings
 from kuberl_runtime.engine.fsdp import apply_fsdp, torch_dtype
 from kuberl_runtime.engine.init import load_from_rank0
@@ -75,6 +84,8 @@ class DryRunInput:
     # actor.ulysses_sequence_parallel_size: the world is dp x sp; each SP group's ranks hold the
     # same rows (the micro-batch rows above are per SP group) and run 1/sp of every sequence.
     sp_size: int = 1
+    # actor.freeze_vision_tower (a vision-language model): the encoder gets no optimizer state.
+    freeze_vision_tower: bool = False
 
     @property
     def dp_size(self) -> int:
@@ -104,6 +115,7 @@ class DryRunReport:
     parameters: int
     static_bytes: int  # per rank after the update: sharded params, optimizer state, reference
     phases: list[PhaseResult] = field(default_factory=list)
+    vision_parameters: int = 0  # of `parameters`: a vision-language model's vision encoder
 
     def phase(self, name: str) -> PhaseResult:
         return next(p for p in self.phases if p.name == name)
@@ -145,6 +157,7 @@ def _model_spec(spec: DryRunInput, tmp: Path) -> ModelSpec:
         path=str(tmp),
         override_config={"attn_implementation": spec.attn_implementation},
         enable_gradient_checkpointing=spec.gradient_checkpointing,
+        freeze_vision_tower=spec.freeze_vision_tower,
     )
 
 
@@ -154,6 +167,7 @@ def _run_phases(
     gpu = Device("cuda")  # the precision/offload decisions of a GPU run; storage stays fake
     fsdp = fsdp_plan({"dtype": spec.param_dtype})
     phases: list[PhaseResult] = []
+    refuse_sequence_parallel(spec.model_config, sp)
     # FSDP shards over the whole world (dp x sp), as the runtime's build_sharded does.
     actor_model = with_sp(sp, build_causal_lm_empty, model_spec, torch_dtype(spec.actor_dtype))
     model = apply_fsdp(actor_model, fsdp, gpu, mesh)
@@ -168,6 +182,7 @@ def _run_phases(
     actor = Actor(model, _actor_config(spec), _settings(spec, sp), ref_model=ref)
     ref_bytes = _local_bytes(ref) if ref is not None else 0
     update_batch = _batch(spec, spec.micro_batch_rows, with_targets=True)
+    create_vision_optimizer_state(model)
 
     def update() -> None:
         model.train()
@@ -208,7 +223,7 @@ def _run_phases(
     sync = _measure("weight_sync", model, actor.optimizer, lambda: _sync(model, spec), 0, ref_bytes)
     phases.append(sync)
     static = actor_bytes + ref_bytes
-    return DryRunReport(spec, parameters, static, phases)
+    return DryRunReport(spec, parameters, static, phases, vision_parameters(model))
 
 
 def _sharded(
@@ -250,7 +265,7 @@ def _measure(
     flops = FlopCounterMode(display=False, custom_mapping=FLOP_FORMULAS)
     with flops:
         fn()
-    tracker = FSDPMemTracker(model, optimizer)
+    tracker = MemTracker(model, optimizer)
     comms, largest = CollectiveBytes(), LargestAllocation()
     with tracker, comms, largest:
         fn()
@@ -270,7 +285,7 @@ def _measure_init(model: nn.Module, host: dict[str, torch.Tensor]) -> PhaseResul
     """Sharded init. No module runs, so the tracker samples no peak inside it: the peak is the
     resident shards it leaves plus the largest transient tensor (one broadcast buffer), which is
     exactly what is alive at the worst moment of the one-tensor-at-a-time loop."""
-    tracker, comms, largest = FSDPMemTracker(model), CollectiveBytes(), LargestAllocation()
+    tracker, comms, largest = MemTracker(model), CollectiveBytes(), LargestAllocation()
     with tracker, comms, largest:
         load_from_rank0(model, host, CPU)
     resident = max(snap["Total"] for snap in tracker.get_tracker_snapshot("current").values())
@@ -355,7 +370,8 @@ def _settings(spec: DryRunInput, sp: UlyssesGroup) -> ActorSettings:
 def _batch(spec: DryRunInput, rows: int, with_targets: bool = False) -> Batch:
     """Full-length rows (prompt + response, no padding): the worst case of a micro-batch."""
     width = spec.prompt_length + spec.response_length
-    vocab = int(spec.model_config["vocab_size"])
+    text = spec.model_config.get("text_config") or spec.model_config  # a VL model's language model
+    vocab = int(text["vocab_size"])
     tensors = {
         "input_ids": torch.zeros(rows, width, dtype=torch.long),
         "attention_mask": torch.ones(rows, width, dtype=torch.long),

@@ -178,6 +178,7 @@ def format_report(report: DryRunReport) -> str:
         f"model {report.parameters / 1e9:.2f}B parameters, world {spec.world_size}, "
         f"{spec.accelerator} ({spec.capacity_gib:.1f} GiB), "
         f"prompt {spec.prompt_length} + response {spec.response_length}",
+        *_vision_lines(report),
         *_sp_lines(report),
         f"resident per rank (sharded params, optimizer, reference): "
         f"{report.static_bytes / GiB:.2f} GiB",
@@ -205,3 +206,14 @@ def _sp_lines(report: DryRunReport) -> list[str]:
         )
     lines.append(f"tokens per rank and micro-batch: {tokens}")
     return lines
+
+
+def _vision_lines(report: DryRunReport) -> list[str]:
+    """A vision-language model: its encoder's share, and what the text-only rows leave out."""
+    if not report.vision_parameters:
+        return []
+    state = "frozen: no optimizer state" if report.input.freeze_vision_tower else "trained"
+    return [
+        f"vision encoder {report.vision_parameters / 1e9:.2f}B of those parameters ({state}); "
+        "rows are text only: the encoder's activations are not in the peaks"
+    ]
