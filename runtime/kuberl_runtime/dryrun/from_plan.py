@@ -82,7 +82,8 @@ def dry_run_input(
         accelerator=accelerator,
         accelerator_memory_gib=accelerator_memory_gib,
         sp_size=sp,
-        freeze_vision_tower=actor.freeze_vision_tower,
+        # Text dimensions may stand for a VL model's language model (no encoder to freeze).
+        freeze_vision_tower=actor.freeze_vision_tower and "vision_config" in model_config,
     )
 
 

@@ -5,6 +5,7 @@ the fix spelled out. Every figure comes from the dry run of the runtime's own co
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 import torch.distributed as dist
 
 from kuberl_cli.main import main
-from kuberl_runtime.dryrun.shapes import ACCELERATORS
+from kuberl_runtime.dryrun.shapes import ACCELERATORS, MODEL_SHAPES
 from kuberl_runtime.dryrun.verdict import HEADROOM, OVERHEAD_GIB
 
 pytestmark = [
@@ -62,6 +63,28 @@ def test_modelarts_32b_job_fits_on_910b(capsys):
     rc, out, err = plan(capsys, str(MODELARTS_32B), "--model-config", "Qwen2.5-32B")
     assert rc == 0, out + err
     assert "32.76B parameters, world 32, 910B" in out
+    assert_fits_with_headroom(out, "910B")
+
+
+def test_the_seed_vl_table_plans_with_sp(capsys, tmp_path):
+    """The seed's VL table (ulysses_sequence_parallel_size 2) on the language model's dimensions,
+    4 of its 64 layers (the full 32B plan is in bench/results/plan.txt): dp 16 x sp 2, each rank
+    runs half of every micro-batch's tokens, and it fits on 910B."""
+    table = tmp_path / "modelarts-vl-sp2.yaml"
+    table.write_text(
+        MODELARTS_32B.read_text()
+        + "backend_config.data.image_key: images\n"
+        + "backend_config.actor_rollout_ref.actor.ulysses_sequence_parallel_size: 2\n"
+        + "backend_config.actor_rollout_ref.actor.freeze_vision_tower: true\n"
+    )
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**MODEL_SHAPES["Qwen2.5-32B"], "num_hidden_layers": 4}))
+    rc, out, err = plan(capsys, str(table), "--model-config", str(config))
+    assert rc == 0, out + err
+    assert "world 32, 910B" in out
+    assert "ulysses_sequence_parallel_size=2): dp 16 x sp 2" in out
+    # micro-batches of 2 (update) and 4 (log-prob) rows of 1024 + 2048 tokens, halved
+    assert "update_actor 3072, old_log_prob 6144, ref_log_prob 6144" in out
     assert_fits_with_headroom(out, "910B")
 
 
