@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -68,7 +69,8 @@ def operator(kubeconfig: str, namespace: str, work: Path) -> Iterator[dict[str, 
     """`python -m kuberl_operator` on the host, with no dashboard override: it finds each head
     from the RayCluster's pods, as in production."""
     key = work / "ray-token.key"
-    key.write_bytes(os.urandom(32))
+    # Printable: the operator strips whitespace around the key it reads (random bytes may lose one).
+    key.write_text(secrets.token_hex(32))
     metrics, liveness = free_port(), free_port()
     argv = [
         sys.executable, "-m", "kuberl_operator", "-n", namespace, "--poll-interval", "1",
