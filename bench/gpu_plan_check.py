@@ -125,6 +125,7 @@ def measure(shape: str, args: argparse.Namespace) -> dict[str, Any]:
     from kuberl_runtime.engine.micro import MicroBatching
     from kuberl_runtime.engine.model_builder import build_causal_lm_empty, load_config
     from kuberl_runtime.engine.optim import clip_and_step_unchecked, grad_norm
+    from kuberl_runtime.engine.ulysses import NO_SP
 
     spec = dry_input(shape, args)
     on_gpu = not args.cpu
@@ -182,7 +183,7 @@ def measure(shape: str, args: argparse.Namespace) -> dict[str, Any]:
         out["attn_implementation"] = model.config._attn_implementation
         ref_spec = dataclasses.replace(model_spec, enable_gradient_checkpointing=False)
         ref = sharded(ref_spec, spec.ref_dtype).requires_grad_(False)
-        actor = Actor(model, dry._actor_config(spec), dry._settings(spec), ref_model=ref)
+        actor = Actor(model, dry._actor_config(spec), dry._settings(spec, NO_SP), ref_model=ref)
         vocab = int(spec.model_config["vocab_size"])
 
         def batch(rows: int, with_targets: bool = False):
