@@ -60,10 +60,9 @@ images-release:
 realnode-deps:
 	bash hack/realnode-deps.sh
 
-# The control-plane tiers and the rest run side by side (hack/pytest-tiers.sh says why).
 test: setup cluster-bin realnode-deps
 	$(MAKE) --no-print-directory lint
-	bash hack/pytest-tiers.sh $(PY) --ignore=tests/gpu $(PYTEST_ARGS)
+	$(PY) -m pytest --ignore=tests/gpu $(PYTEST_ARGS)
 
 # On a CUDA machine only (CI has none): the checks of tests/gpu; bench/gpu_session.sh runs them
 # with the GPU benchmarks on a lent machine.
