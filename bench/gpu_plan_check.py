@@ -209,22 +209,9 @@ def measure(shape: str, args: argparse.Namespace) -> dict[str, Any]:
             lambda: actor.compute_log_prob(log_prob_batch, MicroBatching(), calculate_entropy=True),
         )
         phase("ref_log_prob", lambda: actor.compute_ref_log_prob(log_prob_batch, MicroBatching()))
-        phase("weight_sync", lambda: _sync(model, spec, cuda), repeats=1)
+        phase("weight_sync", lambda: dry._sync(model, spec, cuda), repeats=1)
     dist.destroy_process_group()
     return out
-
-
-def _sync(model, spec, device) -> None:
-    from torch.distributed.tensor import DTensor
-
-    from kuberl_runtime.engine.fsdp import torch_dtype
-    from kuberl_runtime.rollout.vllm import DEFAULT_BUCKET_BYTES, buckets
-
-    stream = (
-        (n, t.full_tensor() if isinstance(t, DTensor) else t) for n, t in model.state_dict().items()
-    )
-    for bucket in buckets(stream, DEFAULT_BUCKET_BYTES, torch_dtype(spec.rollout_dtype), device):
-        del bucket
 
 
 def compare(shape: str, predicted: dict, real: dict, ceiling: float) -> list[dict[str, Any]]:

@@ -300,16 +300,16 @@ def _measure_init(model: nn.Module, host: dict[str, torch.Tensor]) -> PhaseResul
     )
 
 
-def _sync(model: nn.Module, spec: DryRunInput) -> None:
-    """The runtime's sync stream: full tensors, cast and bucketed as the vLLM rollout does."""
+def _sync(model: nn.Module, spec: DryRunInput, device: torch.device = CPU) -> None:
+    """The runtime's sync stream: full tensors, cast and bucketed as the vLLM rollout does
+    (`device`: where the buckets land; fake storage on the CPU here, the GPU in
+    bench/gpu_plan_check.py)."""
     from torch.distributed.tensor import DTensor
 
     stream = (
         (n, t.full_tensor() if isinstance(t, DTensor) else t) for n, t in model.state_dict().items()
     )
-    for bucket in buckets(
-        stream, DEFAULT_BUCKET_BYTES, torch_dtype(spec.rollout_dtype), torch.device("cpu")
-    ):
+    for bucket in buckets(stream, DEFAULT_BUCKET_BYTES, torch_dtype(spec.rollout_dtype), device):
         del bucket
 
 
