@@ -43,17 +43,7 @@ def demo_job(
         experiment_name=experiment,
         default_local_dir="checkpoints",
     )
-    return {
-        "apiVersion": "kuberl.io/v1alpha1",
-        "kind": "RLTrainingJob",
-        "metadata": {"name": name},
-        "spec": {
-            "af_output_dir": str(af_output_dir),
-            "workerPools": [{"name": "cpu", "nodes": 1, "cpu": "2", "memory": "4Gi"}],
-            "backend_config": config,
-            "runPolicy": {"backoffLimit": 2},
-        },
-    }
+    return _job(name, af_output_dir, "backend_config", config)
 
 
 def sft_job(
@@ -82,6 +72,11 @@ def sft_job(
         experiment_name=experiment,
         default_local_dir="checkpoints",
     )
+    return _job(name, af_output_dir, "sft_config", config)
+
+
+def _job(name: str, af_output_dir: Path, tree: str, config: dict[str, Any]) -> dict[str, Any]:
+    """An RLTrainingJob on one 2-CPU pool carrying `config` under `spec.<tree>`."""
     return {
         "apiVersion": "kuberl.io/v1alpha1",
         "kind": "RLTrainingJob",
@@ -89,7 +84,7 @@ def sft_job(
         "spec": {
             "af_output_dir": str(af_output_dir),
             "workerPools": [{"name": "cpu", "nodes": 1, "cpu": "2", "memory": "4Gi"}],
-            "sft_config": config,
+            tree: config,
             "runPolicy": {"backoffLimit": 2},
         },
     }
