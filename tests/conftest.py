@@ -30,6 +30,17 @@ def pytest_configure(config: pytest.Config) -> None:
         sys.path.insert(0, str(HACK_DIR))
 
 
+RANK_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+@pytest.fixture(autouse=True)
+def _rank_env_stays_in_its_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rank's env vars set by a test (init_distributed publishes MASTER_PORT) end with it, so no
+    later test's subprocess inherits another run's rendezvous port."""
+    for key in RANK_ENV:
+        monkeypatch.delenv(key, raising=False)
+
+
 @functools.cache
 def localcluster() -> ModuleType:
     """hack/localcluster.py, imported by path (hack/ is tooling, not an installed package)."""

@@ -46,13 +46,12 @@ def init_distributed(device: Device, timeout_s: int = 600) -> RankInfo:
     _collective_device = device.torch_device(info.local_rank)
     if not dist.is_initialized():
         timeout = datetime.timedelta(seconds=timeout_s)
-        launched = "MASTER_PORT" in os.environ
         # Still published for libraries that read them (vLLM's external launcher).
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", str(free_port()))
-        if info.world_size == 1 and not launched:
-            # One process, no launcher: an in-memory store, no port. (A free port picked here
-            # and bound later by TCPStore could be taken in between: EADDRINUSE under load.)
+        if info.world_size == 1:
+            # One rank needs no rendezvous: an in-memory store, no port bound (a MASTER_PORT
+            # inherited from a parent process may well be taken).
             store = dist.HashStore()
             dist.init_process_group(
                 backend=device.backend, store=store, rank=0, world_size=1, timeout=timeout

@@ -1,12 +1,15 @@
 """Local launcher: `trainer.n_gpus_per_node` ranks on this machine (nnodes must be 1).
 
 One rank runs in this process; more run as child processes of this one, each told its rank by
-env vars, that die with it (PR_SET_PDEATHSIG) and are stopped when any of them fails.
+env vars, that die with it (PR_SET_PDEATHSIG) and are stopped when any of them fails. As torchrun's
+agent does, this process hosts the ranks' rendezvous store on a port it has already bound, so no
+rank has to bind a port picked earlier (which another process may take in between).
 """
 
 from __future__ import annotations
 
 import ctypes
+import datetime
 import logging
 import os
 import signal
@@ -16,8 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch.distributed as dist
+
 from kuberl_runtime.config import RunConfig
-from kuberl_runtime.distributed import free_port
 
 logger = logging.getLogger(__name__)
 
@@ -48,11 +52,17 @@ def launch_local(run: RunConfig) -> int:
     with tempfile.TemporaryDirectory(prefix="kuberl-run-") as tmp:
         config_path = Path(tmp) / "run.json"
         config_path.write_text(run.to_json())
-        return _supervise(_spawn(world, config_path))
+        store = _rendezvous_store(run.plan.placement.nccl_timeout)
+        return _supervise(_spawn(world, config_path, store.port))
 
 
-def _spawn(world: int, config_path: Path) -> list[subprocess.Popen]:
-    port = str(free_port())
+def _rendezvous_store(timeout_s: int) -> dist.TCPStore:
+    """The store every rank joins as a client, bound to port 0: the kernel picks a free one."""
+    timeout = datetime.timedelta(seconds=timeout_s)
+    return dist.TCPStore("127.0.0.1", 0, None, True, timeout, wait_for_workers=False)
+
+
+def _spawn(world: int, config_path: Path, port: int) -> list[subprocess.Popen]:
     procs = []
     for rank in range(world):
         env = {
@@ -61,7 +71,9 @@ def _spawn(world: int, config_path: Path) -> list[subprocess.Popen]:
             "LOCAL_RANK": str(rank),
             "WORLD_SIZE": str(world),
             "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": port,
+            "MASTER_PORT": str(port),
+            # torch's env:// rendezvous then connects every rank, rank 0 too, as a client.
+            "TORCHELASTIC_USE_AGENT_STORE": "True",
         }
         cmd = [sys.executable, "-m", "kuberl_runtime.launcher.worker", str(config_path)]
         procs.append(subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent))
