@@ -169,6 +169,9 @@ def run_trl(model_dir: Path, work: Path, steps: int, shape: Shape) -> list[tuple
         seed=0,
         dataloader_num_workers=0,
         bf16=False,
+        # GRPOConfig turns activation checkpointing on by default (TrainingArguments does not);
+        # kuberl's side runs without it (enable_gradient_checkpointing: false), so TRL does too.
+        gradient_checkpointing=False,
     )
     clock = StepClock()
     trainer = GRPOTrainer(

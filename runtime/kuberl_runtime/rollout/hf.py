@@ -5,20 +5,30 @@ each step, as a vLLM engine would be; `sleep` drops the KV cache (HF keeps no ot
 A vision-language model takes each row's image inputs in the prefill, with mrope positions
 (`engine/mrope.py`); decoded tokens continue on all three axes, and the vision placeholder tokens
 are never sampled (they would stand for no image).
+
+Decoding does only the work the tokens need: the KV cache is allocated once for the prompt plus
+the longest response (`rollout/decode_cache.py`, which also reads grouped KV heads in place on
+the CPU); a row leaves the batch at its EOS (cache, mask and positions are compacted; every row
+keeps its own random stream, so its tokens do not depend on which rows are still live); rows
+with the same text prompt (GRPO's n samples) share one prefill and copy its KV cache. For the
+same seeds the tokens are those of the plain full-batch loop (`tests/runtime/rollout`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
-from transformers import DynamicCache
+from transformers import Cache
 
 from kuberl_runtime.data.vision import VisionPrompt
 from kuberl_runtime.engine.mrope import MRopeSpec, batch_mrope_positions, next_text_position
 from kuberl_runtime.engine.multimodal import image_grids, join_multi_modal
 from kuberl_runtime.rollout.base import SamplingParams
+from kuberl_runtime.rollout.decode_cache import decode_attention, decode_cache, keep_rows
 from kuberl_runtime.rollout.sampling import row_generators, sample_next
 
 
@@ -66,12 +76,39 @@ class HFRollout:
             mrope = batch_mrope_positions(input_ids, mask, grids, self.mrope).to(device)
             positions = mrope.transpose(0, 1)  # (3, rows, P)
             next_position = next_text_position(mrope).unsqueeze(1)
-        generators = row_generators(seeds, device)
         responses = torch.full((rows, params.response_length), self.pad_id, dtype=torch.long)
-        finished = torch.zeros(rows, dtype=torch.bool, device=device)
-        eos = torch.tensor(self.eos_ids, dtype=torch.long, device=device)
-        ones = torch.ones(rows, 1, dtype=torch.long, device=device)
-        cache = DynamicCache()
+        with decode_attention(self.model):
+            state = _Decode.start(
+                self.model.config, mask, params, seeds, next_position, self.eos_ids
+            )
+            out = self._prefill(state.cache, input_ids, mask, positions, images)
+            logits = out.logits[:, -1]
+            for step in range(params.response_length):
+                # Sampled where the logits are: only the chosen ids (live rows) reach the host.
+                tokens = sample_next(self._allowed(logits), params, state.generators)
+                responses[state.live, step] = tokens.cpu()
+                if step + 1 == params.response_length:
+                    break
+                if not params.ignore_eos:
+                    tokens = state.drop_finished(tokens)
+                    if tokens is None:
+                        break  # every row has finished
+                step_mask, step_position = state.advance()
+                logits = self.model(
+                    input_ids=tokens.unsqueeze(1),
+                    attention_mask=step_mask,
+                    position_ids=step_position,
+                    past_key_values=state.cache,
+                    use_cache=True,
+                ).logits[:, -1]
+        return responses
+
+    def _prefill(self, cache, input_ids, mask, positions, images):  # type: ignore[no-untyped-def]
+        """One forward over the prompts; rows with the same prompt (a group of n samples without
+        images) run once and their KV cache and last logits are copied to the others."""
+        unique, inverse = _distinct_rows(input_ids, mask) if not images else (None, None)
+        if unique is not None:
+            input_ids, mask, positions = input_ids[unique], mask[unique], positions[..., unique, :]
         out = self.model(
             input_ids=input_ids,
             attention_mask=mask,
@@ -81,25 +118,10 @@ class HFRollout:
             logits_to_keep=1,
             **images,
         )
-        for step in range(params.response_length):
-            # Sampled where the logits are: only the chosen ids (rows longs) reach the host.
-            tokens = sample_next(self._allowed(out.logits[:, -1]), params, generators)
-            tokens = torch.where(finished, torch.full_like(tokens, self.pad_id), tokens)
-            responses[:, step] = tokens.cpu()
-            if not params.ignore_eos:
-                finished |= torch.isin(tokens, eos)
-            if finished.all() or step + 1 == params.response_length:
-                break
-            mask = torch.cat([mask, ones], dim=1)
-            out = self.model(
-                input_ids=tokens.unsqueeze(1),
-                attention_mask=mask,
-                position_ids=next_position,
-                past_key_values=cache,
-                use_cache=True,
-            )
-            next_position = next_position + 1
-        return responses
+        if unique is not None:
+            keep_rows(cache, inverse)
+            out.logits = out.logits[inverse]
+        return out
 
     def _allowed(self, logits: torch.Tensor) -> torch.Tensor:
         if self.mrope is None:
@@ -107,3 +129,81 @@ class HFRollout:
         return logits.index_fill(
             -1, torch.tensor(self.mrope.special_ids, device=logits.device), float("-inf")
         )
+
+
+@dataclass
+class _Decode:
+    """The rows still generating: their KV cache, attention mask, next position, random stream.
+
+    A row leaves the batch at its EOS; the others keep their own generators, so each row draws
+    the same noise at each of its steps whichever rows still share the batch.
+    """
+
+    cache: Cache
+    live: torch.Tensor  # (live,) the rows' indices in the call's batch, on the host
+    generators: list[torch.Generator]
+    mask: torch.Tensor  # (live, prompt columns + response_length); ones past the prompt
+    filled: int  # columns in the KV cache
+    next_position: torch.Tensor  # (live, 1)
+    eos: torch.Tensor
+
+    @classmethod
+    def start(
+        cls,
+        config: Any,
+        mask: torch.Tensor,
+        params: SamplingParams,
+        seeds: Sequence[int],
+        next_position: torch.Tensor,
+        eos_ids: Sequence[int],
+    ) -> _Decode:
+        rows, width = mask.shape
+        capacity = width + params.response_length
+        buffer = mask.new_ones((rows, capacity))
+        buffer[:, :width] = mask
+        return cls(
+            cache=decode_cache(config, capacity),
+            live=torch.arange(rows),
+            generators=row_generators(seeds, mask.device),
+            mask=buffer,
+            filled=width,
+            next_position=next_position,
+            eos=torch.tensor(list(eos_ids), dtype=torch.long, device=mask.device),
+        )
+
+    def drop_finished(self, tokens: torch.Tensor) -> torch.Tensor | None:
+        """The unfinished rows' tokens (None: none left); finished rows leave every buffer."""
+        done = torch.isin(tokens, self.eos)
+        if not bool(done.any()):
+            return tokens
+        keep = (~done).nonzero().flatten()
+        if keep.numel() == 0:
+            return None
+        keep_rows(self.cache, keep)
+        on_host = keep.cpu()
+        self.live = self.live[on_host]
+        self.generators = [self.generators[i] for i in on_host.tolist()]
+        self.mask, self.next_position = self.mask[keep], self.next_position[keep]
+        return tokens[keep]
+
+    def advance(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(attention mask, position ids) for the next token of every live row."""
+        self.filled += 1
+        position = self.next_position
+        self.next_position = position + 1
+        return self.mask[:, : self.filled], position
+
+
+def _distinct_rows(
+    input_ids: torch.Tensor, mask: torch.Tensor
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """(the first row of each distinct prompt, each row's index into them); (None, None) when
+    no two rows share a prompt."""
+    key = torch.where(mask.bool(), input_ids, -1)
+    distinct, inverse = torch.unique(key, dim=0, return_inverse=True)
+    rows = key.shape[0]
+    if distinct.shape[0] == rows:
+        return None, None
+    first = torch.full((distinct.shape[0],), rows, dtype=torch.long, device=key.device)
+    first = first.scatter_reduce(0, inverse, torch.arange(rows, device=key.device), "amin")
+    return first, inverse
