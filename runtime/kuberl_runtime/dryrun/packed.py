@@ -65,9 +65,9 @@ def flash_varlen_attention(
     batch, _, length, _ = query.shape
     total = batch * length
     sequence = _SEQUENCE_LENGTH.get() or length
-    if total % sequence:
-        raise ValueError(f"{total} tokens are not whole sequences of {sequence}")
-    cu_seqlens = torch.arange(0, total + 1, sequence, dtype=torch.int32, device=query.device)
+    # Whole sequences, then (Ulysses SP pads the packed row to a multiple of sp) the padding.
+    bounds = list(range(0, total + 1, sequence)) + ([total] if total % sequence else [])
+    cu_seqlens = torch.tensor(bounds, dtype=torch.int32, device=query.device)
     out = flash_varlen(query, key, value, cu_seqlens, sequence, dropout=dropout, scaling=scaling)
     return out, None
 

@@ -5,9 +5,13 @@ The world is a (dp × sp) mesh of contiguous SP groups. Every rank of an SP grou
 rows; each runs the model on its 1/sp slice of every sequence (padded to a multiple of sp). The
 attention function registered here (`ULYSSES_ATTENTION`, through transformers'
 `AttentionInterface`) turns (all heads, local tokens) into (heads / sp, all tokens) with one
-all-to-all, runs SDPA over the whole sequence with a mask built from the gathered position ids
-(packed: each restart begins a sequence) or the gathered attention mask (padded), and turns the
-result back with a second all-to-all. KV heads fewer than sp are replicated first, as verl does.
+all-to-all, runs attention over the whole sequence, and turns the result back with a second
+all-to-all. KV heads fewer than sp are replicated first, as verl does. Over the whole sequence:
+packed rows run the kernel the model was built with when that kernel splits packed sequences at
+their restarting position ids (flash-attn 2, torch's flash varlen on CUDA, the dry run's fake
+varlen), given the gathered position ids, as verl runs flash-attn varlen after its all-to-all;
+otherwise (SDPA or eager: CPU runs, padded rows) SDPA with a mask built from the gathered
+position ids (packed) or the gathered attention mask (padded).
 Everything outside attention is per-token, so the rest of the model runs on the slice as it is.
 
 Per-token outputs (log-probs, entropy, values) are gathered back to whole sequences with
@@ -19,14 +23,16 @@ replica's gradient that must add up.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
-from transformers.modeling_utils import AttentionInterface
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, AttentionInterface
 
 ULYSSES_ATTENTION = "kuberl_ulysses"
+DENSE_KERNELS = ("sdpa", "eager")  # kernels that see a packed row as one sequence
 
 
 @dataclass(frozen=True)
@@ -66,9 +72,17 @@ def check_heads(num_attention_heads: int, num_key_value_heads: int, sp_size: int
 
 
 def use_ulysses_attention(model: nn.Module) -> None:
-    """Register the Ulysses attention function and make `model` (all its sub-models) use it."""
-    AttentionInterface.register(ULYSSES_ATTENTION, ulysses_attention)
-    model.set_attn_implementation(ULYSSES_ATTENTION)
+    """Register the Ulysses attention function and make `model` (all its sub-models) use it.
+
+    A model built with a varlen kernel keeps it for its packed rows, under a name of its own
+    (no "flash" in it: transformers would take the name for a flash-attn request)."""
+    inner = model.config._attn_implementation
+    if inner in DENSE_KERNELS:
+        name, packed_kernel = ULYSSES_ATTENTION, None
+    else:
+        name, packed_kernel = f"{ULYSSES_ATTENTION}_over_{inner.replace('flash', 'fa')}", inner
+    AttentionInterface.register(name, partial(ulysses_attention, packed_kernel=packed_kernel))
+    model.set_attn_implementation(name)
 
 
 # ---- attention ----------------------------------------------------------------------------------
@@ -102,6 +116,7 @@ def ulysses_attention(
     position_ids: torch.Tensor,
     ulysses_group: UlyssesGroup,
     ulysses_key_mask: torch.Tensor | None = None,
+    packed_kernel: str | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
     """(rows, heads, S/sp, D) in, (rows, S/sp, heads, D) out, attention over the whole sequence.
@@ -109,7 +124,7 @@ def ulysses_attention(
     The model passes its forward's keyword arguments down to here: `position_ids` (this rank's
     slice), `ulysses_group` and, for a padded batch, `ulysses_key_mask` (this rank's slice of the
     attention mask); the whole-sequence ones are gathered, as gradient-checkpointing recomputation
-    needs them too.
+    needs them too. `packed_kernel`: the varlen kernel packed rows run over the whole sequence.
     """
     group = ulysses_group
     if key.shape[1] % group.size:  # fewer KV heads than sp: replicate them (verl's rule)
@@ -117,14 +132,22 @@ def ulysses_attention(
         value = value.repeat_interleave(group.size // value.shape[1], dim=1)
     # heads scattered, sequence gathered: (rows, heads/sp, S, D)
     q, k, v = (all_to_all(t, group, scatter_dim=1, gather_dim=2) for t in (query, key, value))
-    if k.shape[1] != q.shape[1]:
-        k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
-        v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
-    key_mask = None if ulysses_key_mask is None else _gather(ulysses_key_mask, group).bool()
-    mask = _attention_mask(_gather(position_ids.expand(query.shape[0], -1), group), key_mask)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scaling)
+    positions = _gather(position_ids.expand(query.shape[0], -1), group)
+    if packed_kernel is not None and ulysses_key_mask is None:
+        # (rows, S, heads/sp, D); varlen kernels take grouped KV heads as they are
+        kernel = ALL_ATTENTION_FUNCTIONS[packed_kernel]
+        out = kernel(module, q, k, v, None, dropout, scaling, position_ids=positions)[0]
+    else:
+        if k.shape[1] != q.shape[1]:
+            k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+            v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
+        key_mask = None if ulysses_key_mask is None else _gather(ulysses_key_mask, group).bool()
+        mask = _attention_mask(positions, key_mask)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=dropout, scale=scaling
+        ).transpose(1, 2)
     # sequence scattered, heads gathered: (rows, S/sp, heads, D)
-    return all_to_all(out.transpose(1, 2), group, scatter_dim=1, gather_dim=2), None
+    return all_to_all(out, group, scatter_dim=1, gather_dim=2), None
 
 
 def _gather(local: torch.Tensor, group: UlyssesGroup) -> torch.Tensor:
