@@ -14,13 +14,22 @@
 4. `helm install` of charts/kuberl, watching the demo namespace;
 5. `kuberl operator` as a local process holding the chart ServiceAccount's token (the chart's
    Deployment pod runs on a kwok node, where nothing really runs);
-6. a model that learns (kuberl_runtime.demo_learning): the random tiny Qwen2 is scored, then
-   warm-started by SFT with `kuberl train examples/demo-sft.yaml` (the operator does not run SFT
-   jobs yet, docs/sft.md);
+6. a model that learns (kuberl_runtime.demo_learning): the random tiny Qwen2 is scored beside its
+   SFT warm start, `kuberl train examples/demo-sft.yaml` on this host. Both are local CPU work
+   that needs nothing from the cluster, so they run in a background thread while steps 1-5 bring
+   the cluster up (those mostly wait on processes); the GRPO stage starts once both are done;
 7. the GRPO stage as an RLTrainingJob: examples/demo-job.yaml's spec with examples/demo-grpo.yaml
    as its backend_config, starting from the SFT export; its status live until it ends, the pod
    a rank runs in (real pods), a line scraped from the runtime's /metrics while it trains, then
    accuracy before and after each stage.
+
+Why SFT is not an RLTrainingJob here (spec.sft_config, with the GRPO job naming it in
+spec.dependsOn, as examples/sft-chain.yaml does): the operator creates a job's RayCluster only
+once its dependencies have Succeeded, so the chain pays a second RayCluster start (about 40 s
+to Ready pods and a submitted driver, then about 30 s of runtime start and validation inside
+the pod, measured at load 7-10), and SFT could no longer overlap the cluster's bring-up: over
+the 3-minute budget on 2 shared cores. examples/sft-chain.yaml and
+tests/operator/test_chaining_cluster.py show that path.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -98,12 +108,21 @@ class Demo:
             shutil.rmtree(self.dir / stale, ignore_errors=True)
         self.data = learning.prepare(self.dir)
 
-    def warm_start(self) -> None:
-        say("the random model's validation accuracy, then SFT: kuberl train examples/demo-sft.yaml")
-        self.accuracy["before SFT"] = learning.score_base(self.dir, self.data)
+    def warm_start(self) -> list[float]:
+        """Score the random model beside SFT (local CPU work: it runs while the cluster comes
+        up, and prints nothing until `show_warm_start`). SFT's losses."""
+        with self.stage("score + SFT"):
+            before, losses = learning.warm_start(self.dir, self.data)
+        self.accuracy["before SFT"] = before
+        return losses
+
+    def show_warm_start(self, losses: list[float]) -> None:
+        say(f"warm start, run beside the cluster's bring-up: the random model scored "
+            f"({self.dir / 'base.log'}) and SFT with kuberl train examples/demo-sft.yaml "
+            f"({self.dir / 'sft.log'})")  # fmt: skip
         print(f"validation accuracy before SFT: {self.accuracy['before SFT']:.2f}")
-        losses = learning.run_sft(self.dir, self.data)
-        print(f"SFT loss {losses[0]:.2f} -> {losses[-1]:.2f}; model {self.sft_model}")
+        print(f"SFT loss {losses[0]:.2f} -> {losses[-1]:.2f} in {len(losses)} steps, "
+              f"{self.seconds['score + SFT']:.0f}s; model {self.sft_model}")  # fmt: skip
 
     def start_cluster(self) -> Any:
         say("control-plane binaries (built once, then cached)")
@@ -378,18 +397,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with demo.stage("storage"):
             demo.prepare_storage()
-        with demo.stage("control plane"):
-            state = demo.start_cluster()
-        with demo.stage("real node" if demo.real_node != "off" else "placement"):
-            demo.place_job(state)
-        with demo.stage("chart"):
-            operator_kubeconfig = demo.install_chart()
-        with demo.stage("score + SFT"):
-            demo.warm_start()
-        with demo.stage("operator"):
-            if demo.pods is None:
-                demo.start_ray()
-            demo.start_operator(operator_kubeconfig)
+        # Score + SFT is CPU work on this host and needs nothing from the cluster; the cluster's
+        # bring-up mostly waits on processes: both at once, the GRPO stage once both are done.
+        with ThreadPoolExecutor(max_workers=1) as background:
+            say("in the background: the random model scored beside SFT (results below)")
+            warm_start = background.submit(demo.warm_start)
+            with demo.stage("control plane"):
+                state = demo.start_cluster()
+            with demo.stage("real node" if demo.real_node != "off" else "placement"):
+                demo.place_job(state)
+            with demo.stage("chart"):
+                operator_kubeconfig = demo.install_chart()
+            with demo.stage("operator"):
+                if demo.pods is None:
+                    demo.start_ray()
+                demo.start_operator(operator_kubeconfig)
+            with demo.stage("wait for SFT"):
+                losses = warm_start.result()
+        demo.show_warm_start(losses)
         with demo.stage("GRPO job"):
             status = demo.run_job()
         demo.report(status)
