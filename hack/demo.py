@@ -14,10 +14,11 @@
 4. `helm install` of charts/kuberl, watching the demo namespace;
 5. `kuberl operator` as a local process holding the chart ServiceAccount's token (the chart's
    Deployment pod runs on a kwok node, where nothing really runs);
-6. a model that learns (kuberl_runtime.demo_learning): the random tiny Qwen2 is scored beside its
-   SFT warm start, `kuberl train examples/demo-sft.yaml` on this host. Both are local CPU work
-   that needs nothing from the cluster, so they run in a background thread while steps 1-5 bring
-   the cluster up (those mostly wait on processes); the GRPO stage starts once both are done;
+6. a model that learns (kuberl_runtime.demo_learning): the shared storage is written (tiny random
+   Qwen2, data), then that model is scored beside its SFT warm start, `kuberl train
+   examples/demo-sft.yaml` on this host. All local CPU work that needs nothing from the cluster,
+   so it runs in a background thread while steps 1-5 bring the cluster up (those mostly wait on
+   processes); the GRPO stage starts once both are done;
 7. the GRPO stage as an RLTrainingJob: examples/demo-job.yaml's spec with examples/demo-grpo.yaml
    as its backend_config, starting from the SFT export; its status live until it ends, the pod
    a rank runs in (real pods), a line scraped from the runtime's /metrics while it trains, then
@@ -50,6 +51,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+# The storage is written in a background thread: no progress bars inside the cluster's output.
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 sys.path[:0] = [str(ROOT / "hack"), str(ROOT / "tests")]  # localcluster/localray, support.helm
 
 import localcluster  # noqa: E402
@@ -89,6 +92,7 @@ class Demo:
         self.runtime_metrics_url = ""
         self.runtime_sample = ""
         self.data: dict[str, Path] = {}
+        self.storage_reused = False
         self.accuracy: dict[str, float] = {}
         self.seconds: dict[str, float] = {}
 
@@ -102,23 +106,25 @@ class Demo:
 
     # --- setup -----------------------------------------------------------------------------
 
-    def prepare_storage(self) -> None:
-        say(f"shared storage {self.dir}: tiny random Qwen2, arithmetic data, empty outputs")
-        for stale in ("outputs", "base", "sft"):
-            shutil.rmtree(self.dir / stale, ignore_errors=True)
-        self.data = learning.prepare(self.dir)
-
     def warm_start(self) -> list[float]:
-        """Score the random model beside SFT (local CPU work: it runs while the cluster comes
-        up, and prints nothing until `show_warm_start`). SFT's losses."""
+        """The shared storage (tiny random Qwen2, data, empty outputs), then the random model
+        scored beside SFT: local CPU work that needs nothing from the cluster, run while it comes
+        up, printing nothing until `show_warm_start`. SFT's losses."""
+        with self.stage("storage"):
+            for stale in ("outputs", "base", "sft"):
+                shutil.rmtree(self.dir / stale, ignore_errors=True)
+            self.data, self.storage_reused = learning.prepare_cached(self.dir)
         with self.stage("score + SFT"):
             before, losses = learning.warm_start(self.dir, self.data)
         self.accuracy["before SFT"] = before
         return losses
 
     def show_warm_start(self, losses: list[float]) -> None:
-        say(f"warm start, run beside the cluster's bring-up: the random model scored "
-            f"({self.dir / 'base.log'}) and SFT with kuberl train examples/demo-sft.yaml "
+        made = "kept: its inputs are unchanged" if self.storage_reused else "written"
+        say(f"warm start, run beside the cluster's bring-up: shared storage {self.dir} (tiny "
+            f"random Qwen2 and arithmetic data {made}; empty outputs) in "
+            f"{self.seconds['storage']:.0f}s, the random model scored ({self.dir / 'base.log'}) "
+            f"beside SFT with kuberl train examples/demo-sft.yaml "
             f"({self.dir / 'sft.log'})")  # fmt: skip
         print(f"validation accuracy before SFT: {self.accuracy['before SFT']:.2f}")
         print(f"SFT loss {losses[0]:.2f} -> {losses[-1]:.2f} in {len(losses)} steps, "
@@ -395,12 +401,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     ok = False
     try:
-        with demo.stage("storage"):
-            demo.prepare_storage()
-        # Score + SFT is CPU work on this host and needs nothing from the cluster; the cluster's
-        # bring-up mostly waits on processes: both at once, the GRPO stage once both are done.
+        # Storage, score + SFT are CPU work on this host and need nothing from the cluster; the
+        # cluster's bring-up mostly waits on processes: both at once, then the GRPO stage.
         with ThreadPoolExecutor(max_workers=1) as background:
-            say("in the background: the random model scored beside SFT (results below)")
+            say("in the background: the demo's storage, then the random model scored beside SFT "
+                "(results below)")  # fmt: skip
             warm_start = background.submit(demo.warm_start)
             with demo.stage("control plane"):
                 state = demo.start_cluster()

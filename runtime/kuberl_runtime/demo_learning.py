@@ -20,6 +20,7 @@ models, each stage's checkpoints, logs and curves.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -37,6 +38,7 @@ EXAMPLES = REPO / "examples"
 SFT_JOB = EXAMPLES / "demo-sft.yaml"
 GRPO_JOB = EXAMPLES / "demo-grpo.yaml"
 TOKENIZER_DIR = EXAMPLES / "tokenizer" / "arith-tokenizer"
+TESTING = Path(__file__).resolve().parent / "testing"  # the model and data generators
 # One intra-op thread per training process (why: `kuberl_train`).
 DEMO_THREADS = "1"
 
@@ -87,6 +89,45 @@ def prepare(out: Path, seed: int = 0) -> dict[str, Path]:
     save_tiny_model(model, AutoTokenizer.from_pretrained(TOKENIZER_DIR), seed=seed)
     data = write_sum_datasets(out / "data", sft_size=2000, rl_size=1000, test_size=64, seed=seed)
     return {"model": model, **data}
+
+
+def storage_paths(out: Path) -> dict[str, Path]:
+    """Where `prepare` writes under `out` (the keys of its result)."""
+    data = out / "data"
+    return {
+        "model": out / "models" / "tiny-qwen2",
+        **{f"{kind}_{split}": data / kind / f"{split}.parquet"
+           for kind in ("rl", "sft") for split in ("train", "test")},
+    }  # fmt: skip
+
+
+def prepare_cached(out: Path, seed: int = 0) -> tuple[dict[str, Path], bool]:
+    """`prepare`, skipped when `out` already holds its files for the same inputs: they are a
+    pure function of the seed, this module (the sizes), the generators' sources, the tokenizer
+    and the torch/transformers/pyarrow/safetensors versions (`storage_key`). Most of `prepare`'s
+    time is importing torch and transformers. Returns the paths and whether they were reused."""
+    key, stamp, paths = storage_key(seed), out / "storage.key", storage_paths(out)
+    files = [paths["model"] / "config.json", *(p for k, p in paths.items() if k != "model")]
+    if stamp.exists() and stamp.read_text() == key and all(f.exists() for f in files):
+        return paths, True
+    stamp.unlink(missing_ok=True)
+    written = prepare(out, seed)
+    assert written == paths, (written, paths)
+    stamp.write_text(key)
+    return paths, False
+
+
+def storage_key(seed: int) -> str:
+    from importlib.metadata import version
+
+    sources = [Path(__file__), *(TESTING / f"{name}.py" for name in ("tiny", "arith", "arith_sft"))]
+    sources += sorted(TOKENIZER_DIR.iterdir())
+    digest = hashlib.sha256(f"seed={seed}".encode())
+    for package in ("torch", "transformers", "pyarrow", "safetensors"):
+        digest.update(f"{package}=={version(package)}".encode())
+    for path in sources:
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()
 
 
 def job(template: Path, changes: dict[str, Any]) -> dict[str, Any]:
