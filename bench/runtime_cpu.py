@@ -12,6 +12,8 @@ temperature 1, one optimizer step per batch, a KL term to a reference model
 (β = 0.001), padded (not packed) forward passes as TRL does, and the same reward (share of digit
 characters). The update is exactly on-policy (one epoch, one mini-batch), so neither computes a
 separate old-log-prob forward (TRL at one iteration; kuberl with `actor.on_policy_shortcut`).
+Activation checkpointing is off on both sides (TRL's GRPOConfig turns it on by default; runs
+before 2026-11-26 14:10 had it on for TRL only, which cost TRL a second forward in the update).
 Both honour OMP_NUM_THREADS (default 1: on a shared machine more threads are slower). Step time
 is wall-clock per training step (generation included); tokens/s counts prompt + response tokens.
 The first step of each is a warm-up and is left out. Timing never decides a test; this only
