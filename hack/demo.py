@@ -286,12 +286,16 @@ class Demo:
 
     # --- teardown --------------------------------------------------------------------------
 
-    def stop_processes(self) -> None:
+    def tear_down(self) -> None:
+        """The operator first (it acts on the cluster), then the Ray head beside the cluster."""
         if self.operator is not None and self.operator.poll() is None:
             self.operator.terminate()
             self.operator.wait(timeout=30)
-        if self.head is not None:
-            self.head.stop()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            head = pool.submit(self.head.stop) if self.head is not None else None
+            localcluster.down(self.cluster_dir)
+            if head is not None:
+                head.result()
 
     def record_processes(self) -> None:
         """For `--down` after KEEP=1: the operator's pid and the Ray head's process group."""
@@ -432,8 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             say("tearing down")
             with demo.stage("teardown"):
-                demo.stop_processes()
-                localcluster.down(demo.cluster_dir)
+                demo.tear_down()
         print(f"\ndemo {'succeeded' if ok else 'FAILED'} in {time.monotonic() - demo.started:.0f}s "
               f"({', '.join(f'{k} {v:.0f}s' for k, v in demo.seconds.items())})")  # fmt: skip
     return 0 if ok else 1
