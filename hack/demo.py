@@ -141,7 +141,8 @@ class Demo:
 
     def place_job(self, state: Any) -> None:
         """Real pods when this machine can run the real node; else kwok pods + a host Ray head."""
-        reason = "--real-node off" if self.real_node == "off" else realnode.unsupported_reason()
+        reason = ("--real-node off" if self.real_node == "off"
+                  else realnode.unsupported_reason() or realnode.store_in_use_reason())  # fmt: skip
         if reason is None:
             say("the real node: kubelet + containerd beside the kwok pools, for the job's pods")
             self.pods = RealPods(self.dir, self.kubectl)

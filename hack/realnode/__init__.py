@@ -13,6 +13,7 @@ from realnode.node import (
     load_real_node,
     start_real_node,
     stop_real_node,
+    store_in_use_reason,
     unsupported_reason,
 )
 
@@ -24,5 +25,6 @@ __all__ = [
     "load_real_node",
     "start_real_node",
     "stop_real_node",
+    "store_in_use_reason",
     "unsupported_reason",
 ]

@@ -284,6 +284,16 @@ def import_images(state_dir: Path, node: RealNode, images: dict[str, Path]) -> N
     _save(state_dir, node)
 
 
+def store_in_use_reason() -> str | None:
+    """Why a new real node cannot start on this machine's image store now (another node's
+    containerd holds it), or None: callers can choose before building or starting anything."""
+    try:
+        _refuse_if_store_in_use(containerd_root())
+    except RuntimeError as err:
+        return str(err)
+    return None
+
+
 def _refuse_if_store_in_use(store: Path) -> None:
     """A second containerd on a store waits forever for its metadata database (bolt holds an
     flock on it), and stopping that node would unmount the first node's mounts in it. Refuse."""
