@@ -69,6 +69,7 @@ DEMO_DIR = Path("/tmp/kuberl-demo")  # the paths in examples/demo-job.yaml
 JOB_FILE = ROOT / "examples" / "demo-job.yaml"
 # The GRPO stage's manifest, as applied: JOB_FILE's spec with the learning demo's backend_config.
 APPLIED_JOB = DEMO_DIR / "grpo-job.yaml"
+APPLIED_VOLUMES = DEMO_DIR / "grpo-volumes.yaml"  # real pods: applied and bound before the job
 JOB, NAMESPACE, CHART_NAMESPACE, RELEASE = "demo", "kuberl-demo", "kuberl-system", "kuberl"
 TIMEOUT = 900
 
@@ -218,9 +219,24 @@ class Demo:
         manifest["spec"]["backend_config"] = config
         return self.pods.job(manifest) if self.pods is not None else [manifest]
 
+    def apply_volumes(self, volumes: list[dict[str, Any]]) -> None:
+        """The job's PersistentVolumes and claims, Bound before the job's pods ask for them: a
+        pod that finds an unbound claim is unschedulable until the scheduler's backoff retries
+        it (15-16 s later, measured)."""
+        APPLIED_VOLUMES.write_text(yaml.safe_dump_all(volumes, sort_keys=False))
+        say(f"the job's volumes: kubectl apply -f {APPLIED_VOLUMES}, then wait until Bound")
+        print(self.kubectl("apply", "-f", str(APPLIED_VOLUMES)).strip())
+        for claim in (v["metadata"] for v in volumes if v["kind"] == "PersistentVolumeClaim"):
+            self.kubectl("wait", f"pvc/{claim['name']}", "-n", claim["namespace"],
+                         "--for=jsonpath={.status.phase}=Bound", "--timeout=120s")  # fmt: skip
+
     def run_job(self) -> dict[str, Any]:
         manifests = json.loads(json.dumps(self.grpo_manifests()))  # no YAML anchors in the file
-        APPLIED_JOB.write_text(yaml.safe_dump_all(manifests, sort_keys=False))
+        volumes = [m for m in manifests if m["kind"] != "RLTrainingJob"]  # real pods only
+        job = [m for m in manifests if m["kind"] == "RLTrainingJob"]
+        APPLIED_JOB.write_text(yaml.safe_dump_all(job, sort_keys=False))
+        if volumes:
+            self.apply_volumes(volumes)
         say(f"GRPO from the SFT model: kubectl apply -f {APPLIED_JOB}")
         print(f"({JOB_FILE.relative_to(ROOT)} with examples/demo-grpo.yaml as backend_config"
               + ("; in real pods: the runtime-cpu image, hostNetwork, a head and one worker on "
