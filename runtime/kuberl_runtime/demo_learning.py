@@ -85,7 +85,7 @@ def prepare(out: Path, seed: int = 0) -> dict[str, Path]:
     from kuberl_runtime.testing.arith_sft import write_sum_datasets
     from kuberl_runtime.testing.tiny import save_tiny_model
 
-    model = out / "models" / "tiny-qwen2"
+    model = storage_paths(out)["model"]
     save_tiny_model(model, AutoTokenizer.from_pretrained(TOKENIZER_DIR), seed=seed)
     data = write_sum_datasets(out / "data", sft_size=2000, rl_size=1000, test_size=64, seed=seed)
     return {"model": model, **data}
@@ -93,12 +93,9 @@ def prepare(out: Path, seed: int = 0) -> dict[str, Path]:
 
 def storage_paths(out: Path) -> dict[str, Path]:
     """Where `prepare` writes under `out` (the keys of its result)."""
-    data = out / "data"
-    return {
-        "model": out / "models" / "tiny-qwen2",
-        **{f"{kind}_{split}": data / kind / f"{split}.parquet"
-           for kind in ("rl", "sft") for split in ("train", "test")},
-    }  # fmt: skip
+    from kuberl_runtime.testing.arith_sft import sum_dataset_paths
+
+    return {"model": out / "models" / "tiny-qwen2", **sum_dataset_paths(out / "data")}
 
 
 def prepare_cached(out: Path, seed: int = 0) -> tuple[dict[str, Path], bool]:

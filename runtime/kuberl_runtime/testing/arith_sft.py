@@ -104,15 +104,23 @@ def write_sum_datasets(
     sft = build_sum_rows(sft_size, seed=seed, split="sft", exclude=held_out)
     rl = build_sum_rows(rl_size, seed=seed, split="rl", exclude=held_out)
     tables = {
-        "rl/train.parquet": rl,
-        "rl/test.parquet": test,
-        "sft/train.parquet": [sft_row(r) for r in sft],
-        "sft/test.parquet": [sft_row(r) for r in test],
+        "rl_train": rl,
+        "rl_test": test,
+        "sft_train": [sft_row(r) for r in sft],
+        "sft_test": [sft_row(r) for r in test],
     }
-    paths = {}
-    for name, rows in tables.items():
-        path = out / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(rows), path, compression="zstd")
-        paths[name.removesuffix(".parquet").replace("/", "_")] = path
+    paths = sum_dataset_paths(out)
+    for key, rows in tables.items():
+        paths[key].parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows), paths[key], compression="zstd")
     return paths
+
+
+def sum_dataset_paths(out_dir: str | Path) -> dict[str, Path]:
+    """Where `write_sum_datasets` writes each table: `<kind>_<split>` -> out/kind/split.parquet."""
+    out = Path(out_dir)
+    return {
+        f"{kind}_{split}": out / kind / f"{split}.parquet"
+        for kind in ("rl", "sft")
+        for split in ("train", "test")
+    }
