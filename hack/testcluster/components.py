@@ -151,7 +151,7 @@ def controller_manager_argv(
         f"--cluster-signing-cert-file={pki.ca_cert}",
         f"--cluster-signing-key-file={pki.ca_key}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
-        # kwok's node heartbeats can stall for tens of seconds on a loaded 2-core machine; a node
+        # kwok's lease renewals can stall for tens of seconds on a loaded 2-core machine; a node
         # marked NotReady flips its pods to not-ready and kwok never re-readies a Running pod.
         # Fake nodes never really fail, so give them a long grace period.
         "--node-monitor-grace-period=10m",
@@ -176,6 +176,11 @@ def kwok_argv(binaries: Binaries, layout: Layout, stage_files: list[Path]) -> li
         f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}",
         f"--node-ip={LOOPBACK}",
         f"--cidr={POD_CIDR}",
+        # The heartbeat stage rewrites node status only every ~10 min and leaves liveness to node
+        # Leases, which kwok renews only with a lease duration (kwokctl's 40 s). Without it the
+        # node lifecycle controller sees every node silent once its grace period runs out and
+        # flips every pod on them to not-ready, mid-test.
+        "--node-lease-duration-seconds=40",
         # INFO logs every node heartbeat; warnings are what a failed test needs.
         "--v=WARN",
         # A bare kwok has no stages; these are the upstream defaults that kwokctl would pass.

@@ -46,3 +46,26 @@ def test_accelerator_pools_advertise_their_device_resources(kubectl) -> None:
     assert allocatable["gpu"]["nvidia.com/gpu"] == "8"
     assert allocatable["npu"]["huawei.com/Ascend910"] == "8"
     assert "nvidia.com/gpu" not in allocatable["cpu"]
+
+
+def test_kwok_renews_every_fake_nodes_lease(kube_api) -> None:
+    """Node liveness is the node's Lease: unrenewed, the node lifecycle controller would mark the
+    node NotReady once its grace period ran out and flip every pod on it to not-ready."""
+    from kubernetes import client
+
+    from support.rljobs import wait_for
+
+    leases = client.CoordinationV1Api(kube_api)
+    names = [name for pool in load_nodepools() for name in pool.node_names()]
+
+    def renewals() -> dict:
+        found = {lease.metadata.name: lease.spec.renew_time
+                 for lease in leases.list_namespaced_lease("kube-node-lease").items}  # fmt: skip
+        return {name: found.get(name) for name in names}
+
+    first = wait_for("a Lease for every fake node", lambda: all((r := renewals()).values()) and r)
+    wait_for(
+        "every fake node's Lease renewed",
+        lambda: all(renewals()[name] > first[name] for name in names),
+        timeout=60,
+    )
