@@ -5,6 +5,9 @@ group of the job's world size (`kuberl_runtime.dryrun`); no weights, no accelera
 dimensions come from `config.json` at the job's model path when readable here, else from
 `--model-config` (a config.json, a model directory, or a known shape such as Qwen2.5-7B).
 The accelerator is `--accelerator`, else the job's device: 910B for `npu`, H100 otherwise.
+The passes run at 3, 4 and 5 decoder layers and are extrapolated to the model's depth where
+every layer is alike and the 5-layer figures are exactly on the line (`dryrun/depth.py`); the
+report says which it did. `--full-depth` executes every layer (minutes for 32B).
 Exit status 1 when the job does not fit, with what to change; 2 when the job is invalid.
 """
 
@@ -29,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="H100, H200, A100 or 910B (default: 910B for a trainer.device npu job, else H100)",
     )
     parser.add_argument(
+        "--full-depth",
+        action="store_true",
+        help="execute every decoder layer instead of extrapolating from 3/4/5 layers",
+    )
+    parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key"
     )
 
@@ -36,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kuberl_api.validation import SpecInvalid
     from kuberl_runtime.config import load_run_config
-    from kuberl_runtime.dryrun import check_fit, format_report, model_config, run_dry
+    from kuberl_runtime.dryrun import check_fit, format_report, model_config, plan_dry
     from kuberl_runtime.dryrun.from_plan import dry_run_input
     from kuberl_runtime.dryrun.shapes import ACCELERATORS
 
@@ -58,6 +66,6 @@ def run(args: argparse.Namespace) -> int:
     except FileNotFoundError as err:
         print(f"{args.job}: {err}", file=sys.stderr)
         return 2
-    report = run_dry(dry_run_input(plan, config, accelerator))
+    report = plan_dry(dry_run_input(plan, config, accelerator), full_depth=args.full_depth)
     print(format_report(report))
     return 0 if check_fit(report).fits else 1

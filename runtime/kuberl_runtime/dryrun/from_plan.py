@@ -18,7 +18,8 @@ from typing import Any
 import torch
 
 from kuberl_api.plan import RunPlan
-from kuberl_runtime.dryrun.run import DryRunInput, run_dry
+from kuberl_runtime.dryrun.depth import plan_dry
+from kuberl_runtime.dryrun.run import DryRunInput
 from kuberl_runtime.dryrun.shapes import model_config as read_model_config
 from kuberl_runtime.dryrun.verdict import FitVerdict, check_fit, format_report
 
@@ -100,7 +101,7 @@ def check_before_loading(
     accelerator_memory_gib: float | None = None,
 ) -> FitVerdict:
     """Refuse a job whose memory plan cannot fit: `JobDoesNotFit` with the plan's advice."""
-    report = run_dry(dry_run_input(plan, model_config, accelerator, accelerator_memory_gib))
+    report = plan_dry(dry_run_input(plan, model_config, accelerator, accelerator_memory_gib))
     verdict = check_fit(report)
     logger.info("memory plan:\n%s", format_report(report))
     if not verdict.fits:

@@ -22,6 +22,7 @@ from kuberl_api.plan.sections import ActorPlan, FSDPPlan
 from kuberl_api.plan.standalone import actor_plan, fsdp_plan
 from kuberl_runtime.algorithms import GlobalBatch
 from kuberl_runtime.device import Device
+from kuberl_runtime.dryrun.layers import num_layers
 from kuberl_runtime.dryrun.packed import FLASH_VARLEN, FullMasks, sequences_of
 from kuberl_runtime.dryrun.probes import (
     FLOP_FORMULAS,
@@ -107,6 +108,7 @@ class PhaseResult:
     tokens: int = 0
     largest_bytes: int = 0  # the largest single tensor allocated
     largest_fp32_bytes: int = 0
+    start_bytes: int = 0  # held when the phase starts (its peak less what the phase adds)
 
 
 @dataclass
@@ -116,6 +118,8 @@ class DryRunReport:
     static_bytes: int  # per rank after the update: sharded params, optimizer state, reference
     phases: list[PhaseResult] = field(default_factory=list)
     vision_parameters: int = 0  # of `parameters`: a vision-language model's vision encoder
+    # How the figures were obtained: every layer executed, or extrapolated (dryrun/depth.py).
+    method: str = ""
 
     def phase(self, name: str) -> PhaseResult:
         return next(p for p in self.phases if p.name == name)
@@ -223,7 +227,9 @@ def _run_phases(
     sync = _measure("weight_sync", model, actor.optimizer, lambda: _sync(model, spec), 0, ref_bytes)
     phases.append(sync)
     static = actor_bytes + ref_bytes
-    return DryRunReport(spec, parameters, static, phases, vision_parameters(model))
+    layers = num_layers(spec.model_config)
+    method = f"every layer executed ({layers} layers)" if layers else "every layer executed"
+    return DryRunReport(spec, parameters, static, phases, vision_parameters(model), method)
 
 
 def _sharded(
@@ -268,17 +274,24 @@ def _measure(
     tracker = MemTracker(model, optimizer)
     comms, largest = CollectiveBytes(), LargestAllocation()
     with tracker, comms, largest:
+        start = _total(tracker.get_tracker_snapshot("current"))
         fn()
-    peak = max(snap["Total"] for snap in tracker.get_tracker_snapshot("peak").values())
+    peak = _total(tracker.get_tracker_snapshot("peak"))
     return PhaseResult(
         name,
-        int(peak) + resident,
+        peak + resident,
         flops.get_total_flops(),
         comms.bytes,
         tokens,
         largest.largest,
         largest.largest_fp32,
+        start + resident,
     )
+
+
+def _total(snapshot: dict[Any, dict[str, int]]) -> int:
+    """The largest device total of a memory tracker's snapshot (0 when nothing is tracked)."""
+    return int(max((snap["Total"] for snap in snapshot.values()), default=0))
 
 
 def _measure_init(model: nn.Module, host: dict[str, torch.Tensor]) -> PhaseResult:
@@ -288,10 +301,10 @@ def _measure_init(model: nn.Module, host: dict[str, torch.Tensor]) -> PhaseResul
     tracker, comms, largest = MemTracker(model), CollectiveBytes(), LargestAllocation()
     with tracker, comms, largest:
         load_from_rank0(model, host, CPU)
-    resident = max(snap["Total"] for snap in tracker.get_tracker_snapshot("current").values())
+    resident = _total(tracker.get_tracker_snapshot("current"))
     return PhaseResult(
         "init",
-        int(resident) + largest.largest,
+        resident + largest.largest,
         0,
         comms.bytes,
         0,

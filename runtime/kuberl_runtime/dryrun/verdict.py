@@ -178,6 +178,7 @@ def format_report(report: DryRunReport) -> str:
         f"model {report.parameters / 1e9:.2f}B parameters, world {spec.world_size}, "
         f"{spec.accelerator} ({spec.capacity_gib:.1f} GiB), "
         f"prompt {spec.prompt_length} + response {spec.response_length}",
+        *([f"figures: {report.method}"] if report.method else []),
         *_vision_lines(report),
         *_sp_lines(report),
         f"resident per rank (sharded params, optimizer, reference): "

@@ -6,7 +6,8 @@ Packed 2k sequences: the varlen kernel attends within each sequence, so the coun
 15% of the analytic one (gradient checkpointing's recompute included, the LM head only on
 response positions). A dense T x T mask over the packed row (SDPA's block-diagonal mask: what
 the old `setattr` bug ran) multiplies attention by the sequences per row and fails the bound.
-Qwen2.5-0.5B at full depth (~40 CPU-s per dry run), hence the `runtime` marker.
+Qwen2.5-0.5B at its 24 layers, extrapolated exactly from 3/4/5 (`plan_dry`; test_depth.py shows
+the extrapolation equals executing every layer), hence the `runtime` marker.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import torch.distributed as dist
 from transformers import AutoConfig
 from verl.utils.flops_counter import ESTIMATE_FUNC
 
-from kuberl_runtime.dryrun import DryRunInput, model_config, run_dry
+from kuberl_runtime.dryrun import DryRunInput, model_config, plan_dry
 
 pytestmark = [
     pytest.mark.runtime,
@@ -47,7 +48,9 @@ def verl_analytic_flops(spec: DryRunInput) -> float:
 
 
 def update_flops_ratio(spec: DryRunInput) -> float:
-    update = run_dry(spec).phase("update_actor")
+    report = plan_dry(spec)
+    assert "extrapolated to 24; 5-layer check exact" in report.method
+    update = report.phase("update_actor")
     assert update.tokens == spec.micro_batch_rows * (spec.prompt_length + spec.response_length)
     return update.flops / verl_analytic_flops(spec)
 

@@ -1,6 +1,7 @@
 """`kuberl plan` on the seed-shaped jobs: they fit with headroom; oversized ones are refused with
-the fix spelled out. Every figure comes from the dry run of the runtime's own code at full size
-(7B: ~25 CPU-s; 32B: ~60 CPU-s), hence the `runtime` marker.
+the fix spelled out. Every figure comes from the dry run of the runtime's own code, run at 3, 4
+and 5 decoder layers and extrapolated exactly to the model's depth (dryrun/depth.py; equal to
+executing every layer: test_depth.py), hence the `runtime` marker.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def test_grpo_gsm8k_example_fits_on_h100(capsys):
     rc, out, err = plan(capsys, str(GRPO_7B), "--model-config", "Qwen2.5-7B")
     assert rc == 0, out + err
     assert "7.62B parameters, world 16, H100" in out
+    assert "figures: measured at 3/4/5 layers, extrapolated to 28; 5-layer check exact" in out
     assert_fits_with_headroom(out, "H100")
 
 
@@ -64,6 +66,7 @@ def test_modelarts_32b_job_fits_on_910b(capsys):
     rc, out, err = plan(capsys, str(MODELARTS_32B), "--model-config", "Qwen2.5-32B")
     assert rc == 0, out + err
     assert "32.76B parameters, world 32, 910B" in out
+    assert "figures: measured at 3/4/5 layers, extrapolated to 64; 5-layer check exact" in out
     assert_fits_with_headroom(out, "910B")
 
 

@@ -1,0 +1,168 @@
+"""Depth extrapolation (dryrun/depth.py): the dry run at 3/4/5 layers, extrapolated to the
+model's depth, gives exactly the figures of executing every layer; configs whose layers are not
+all alike run every layer and say why."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from kuberl_runtime.dryrun import DryRunInput, PhaseResult, model_config, plan_dry, run_dry
+from kuberl_runtime.dryrun.depth import DEPTHS, OffTheLine, extrapolate
+from kuberl_runtime.dryrun.layers import at_depth, config_difference, model_difference
+from kuberl_runtime.dryrun.run import DryRunReport
+from kuberl_runtime.dryrun.survey import Survey
+
+pytestmark = pytest.mark.skipif(dist.is_initialized(), reason="needs a process without a group")
+
+# Qwen2.5-0.5B at its real 24 layers on 8 ranks: affordable at full depth (~1 CPU-min).
+QWEN_05B = DryRunInput(
+    model_config=model_config("Qwen2.5-0.5B"),
+    world_size=8,
+    prompt_length=256,
+    response_length=512,
+    micro_batch_rows=4,
+    log_prob_micro_batch_rows=8,
+)
+
+
+@pytest.mark.runtime
+def test_extrapolated_figures_equal_every_layer_executed():
+    """Every figure of every phase, exactly: peaks, FLOPs, collective bytes, tokens, largest
+    allocations, the resident state and the parameter count."""
+    extrapolated = plan_dry(QWEN_05B)
+    assert (
+        extrapolated.method == "measured at 3/4/5 layers, extrapolated to 24; 5-layer check exact"
+    )
+    full = run_dry(QWEN_05B)
+    assert full.method == "every layer executed (24 layers)"
+    assert extrapolated.parameters == full.parameters
+    assert extrapolated.static_bytes == full.static_bytes
+    assert extrapolated.vision_parameters == full.vision_parameters == 0
+    assert [p.name for p in extrapolated.phases] == [p.name for p in full.phases]
+    for mine, theirs in zip(extrapolated.phases, full.phases, strict=True):
+        assert mine == theirs, mine.name
+
+
+def test_non_uniform_layer_types_run_every_layer():
+    """A hybrid config (full then sliding-window attention): no extrapolation, and the report
+    says why."""
+    layers = 6
+    config = {
+        **model_config("Qwen2.5-0.5B"),
+        "num_hidden_layers": layers,
+        "hidden_size": 128,
+        "intermediate_size": 256,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 1024,
+        "use_sliding_window": True,
+        "sliding_window": 16,
+        "max_window_layers": 3,
+        "layer_types": ["full_attention"] * 3 + ["sliding_attention"] * 3,
+    }
+    spec = dataclasses.replace(QWEN_05B, model_config=config, prompt_length=16, response_length=16)
+    report = plan_dry(spec)
+    assert report.method == (
+        "every layer executed (6 layers): the layers differ in layer_types "
+        "('full_attention', 'sliding_attention')"
+    )
+    assert [p.name for p in report.phases][-1] == "weight_sync"
+
+
+def test_full_depth_is_asked_for():
+    config = {**model_config("Qwen2.5-0.5B"), "num_hidden_layers": 6, "vocab_size": 1024}
+    spec = dataclasses.replace(QWEN_05B, model_config=config, prompt_length=16, response_length=16)
+    assert plan_dry(spec, full_depth=True).method == "every layer executed (6 layers): --full-depth"
+
+
+def test_a_model_up_to_the_check_depth_runs_every_layer():
+    config = {**model_config("Qwen2.5-0.5B"), "num_hidden_layers": DEPTHS[-1], "vocab_size": 64}
+    spec = dataclasses.replace(QWEN_05B, model_config=config, prompt_length=8, response_length=8)
+    assert plan_dry(spec).method == "every layer executed (5 layers)"
+
+
+def test_at_depth_cuts_per_layer_lists_and_only_the_text_layers():
+    config = {
+        **model_config("Qwen2.5-0.5B"),
+        "layer_types": ["full_attention"] * 24,
+        "max_window_layers": 21,
+    }
+    cut = at_depth(config, 3)
+    assert (cut["num_hidden_layers"], cut["layer_types"], cut["max_window_layers"]) == (
+        3,
+        ["full_attention"] * 3,
+        3,
+    )
+    assert config["num_hidden_layers"] == 24  # not modified in place
+    vl = {"model_type": "qwen2_5_vl", "text_config": config, "vision_config": {"depth": 32}}
+    cut = at_depth(vl, 4)
+    assert cut["text_config"]["num_hidden_layers"] == 4
+    assert cut["vision_config"] == {"depth": 32}  # the vision tower keeps its depth
+
+
+def test_config_difference_names_the_differing_list():
+    uniform = {**model_config("Qwen2.5-0.5B"), "layer_types": ["full_attention"] * 24}
+    assert config_difference(uniform) is None
+    hybrid = {**uniform, "layer_types": ["sliding_attention"] + ["full_attention"] * 23}
+    assert "layer_types" in config_difference(hybrid)
+
+
+def test_moe_every_other_layer_is_a_model_difference():
+    """Qwen2-MoE with a dense MLP on some layers (`mlp_only_layers`): the per-layer lists do not
+    say so, the built layers do."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.for_model(
+        "qwen2_moe",
+        hidden_size=64,
+        intermediate_size=128,
+        moe_intermediate_size=32,
+        shared_expert_intermediate_size=32,
+        num_experts=4,
+        num_experts_per_tok=2,
+        num_hidden_layers=6,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=128,
+        mlp_only_layers=[1, 3, 5],
+    )
+    assert config_difference(config.to_dict()) is None
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    assert (
+        model_difference(model, 6) == "decoder layer 1 differs from layer 0 (Qwen2MoeDecoderLayer)"
+    )
+    config.mlp_only_layers = []
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    assert model_difference(model, 6) is None
+
+
+def _report(depth: int, update_peak: int) -> DryRunReport:
+    spec = dataclasses.replace(
+        QWEN_05B, model_config={**QWEN_05B.model_config, "num_hidden_layers": depth}
+    )
+    phases = [
+        PhaseResult("update_actor", update_peak, 10 * depth, depth, 7, 3, 2, depth),
+        PhaseResult("weight_sync", 50 + depth, 0, 4 * depth, 0, 9, 9, 40 + depth),
+    ]
+    return DryRunReport(spec, 100 + depth, 20 + depth, phases)
+
+
+def test_a_figure_off_its_line_is_refused():
+    survey = Survey(124, 0, None, 10, 96, 9, 9)
+    check = Survey(105, 0, None, 10, 20, 9, 9)
+    on_line = [_report(d, 1000 + 5 * d) for d in DEPTHS]
+    report = extrapolate(QWEN_05B, on_line, check, survey)
+    assert report.phase("update_actor").peak_bytes == 1000 + 5 * 24
+    assert report.phase("weight_sync").peak_bytes == 40 + 24 + 10  # start + the full stream's
+    assert report.parameters == 124 and report.static_bytes == 44
+    off = [*on_line[:2], _report(DEPTHS[2], 1000 + 5 * DEPTHS[2] + 1)]
+    with pytest.raises(OffTheLine, match="update_actor peak_bytes is 1026 at 5 layers"):
+        extrapolate(QWEN_05B, off, check, survey)
+    with pytest.raises(OffTheLine, match="the full-depth model has 125"):
+        extrapolate(QWEN_05B, on_line, check, dataclasses.replace(survey, parameters=125))
