@@ -7,6 +7,7 @@ their fp32 gradients never exist; only the logits in the model's dtype and their
 With `use_remove_padding` the valid tokens of all rows are packed into one sequence with
 restarting position ids; the attention kernel (`model_builder.attn_implementation`) then runs
 flash-attention varlen where flash-attn is installed, else SDPA with a block-diagonal mask.
+Padded rows that share a prompt (GRPO's n samples) run it once (`engine/shared_prefix.py`).
 A vision-language batch adds `mrope_position_ids` (rows, 3, T) and the rows' `multi_modal`
 inputs (pixel values and grids of their images, in row order); the text positions then only
 mark where packed sequences start.
@@ -21,6 +22,7 @@ import torch
 from torch import nn
 
 from kuberl_runtime.algorithms import entropy_from_logits
+from kuberl_runtime.engine.shared_prefix import prompt_groups, shared_prefix_logits, shares_prefix
 from kuberl_runtime.engine.ulysses import (
     UlyssesGroup,
     gather_sequence,
@@ -138,6 +140,10 @@ def _forward_padded(
         return ForwardOutput(values=logits[:, -length - 1 : -1, 0].float())
     # The L positions before each response token, as indices: contiguous (rows, L, V) logits
     # (slicing `logits_to_keep=L + 1` output would make the row flattening below copy them).
+    groups = None if extra or "mrope_position_ids" in batch else prompt_groups(inputs, length)
+    if groups is not None and shares_prefix(model):
+        logits = shared_prefix_logits(model, inputs, length, *groups)
+        return _policy_outputs(_scale(logits, temperature), responses, calculate_entropy)
     width = inputs["input_ids"].shape[1]
     predictors = torch.arange(width - length - 1, width - 1, device=responses.device)
     logits = model(**inputs, logits_to_keep=predictors).logits
