@@ -6,7 +6,9 @@
 
 Each cell runs the runtime's own build, FSDP2 sharding, one actor update, the old/ref log-prob
 passes and the weight sync on fake tensors (`kuberl_runtime.dryrun`), in a fresh process (one
-fake process group per process). Shape: GRPO-like, prompt 512 + response 1024 packed
+fake process group per process), at 3/4/5 decoder layers extrapolated exactly to the model's
+depth (`dryrun/depth.py`; "figures" says which was done, `--full-depth` executes every layer;
+"dry_run_s" is the dry run's wall time). Shape: GRPO-like, prompt 512 + response 1024 packed
 (use_remove_padding, flash varlen attention as on a GPU), actor micro-batch 8 rows, log-prob
 micro-batch 16 rows, gradient checkpointing, fp32 reference, H100. The FLOPs ratio divides the
 update's counted FLOPs (recompute included, LM head on response positions only) by verl 0.9.1's
@@ -24,16 +26,18 @@ import subprocess
 import sys
 
 CELL = """
-import json, sys
+import json, sys, time
 from transformers import AutoConfig
 from verl.utils.flops_counter import ESTIMATE_FUNC
-from kuberl_runtime.dryrun import DryRunInput, check_fit, model_config, run_dry
-name, world, prompt, response, rows, lp_rows, sp = sys.argv[1], *map(int, sys.argv[2:])
+from kuberl_runtime.dryrun import DryRunInput, check_fit, model_config, plan_dry
+name, world, prompt, response, rows, lp_rows, sp, full_depth = sys.argv[1], *map(int, sys.argv[2:])
 cfg = model_config(name)
 spec = DryRunInput(model_config=cfg, world_size=world, prompt_length=prompt,
                    response_length=response, micro_batch_rows=rows,
                    log_prob_micro_batch_rows=lp_rows, sp_size=sp)
-r = run_dry(spec)
+t0 = time.perf_counter()
+r = plan_dry(spec, full_depth=bool(full_depth))
+seconds = time.perf_counter() - t0
 seqlens = [spec.prompt_length + spec.response_length] * spec.micro_batch_rows
 config = AutoConfig.for_model(**cfg)
 analytic = ESTIMATE_FUNC[cfg["model_type"]](config, sum(seqlens), seqlens, 1.0) * 1e12 / sp
@@ -50,6 +54,8 @@ print(json.dumps({
     "sync_GiB": round(r.phase("weight_sync").collective_bytes / 2**30, 2),
     "update_collective_GiB": round(update.collective_bytes / 2**30, 2),
     "fits_H100": check_fit(r).fits,
+    "figures": r.method,
+    "dry_run_s": round(seconds, 1),
 }))
 """
 
@@ -65,12 +71,16 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=8, help="actor micro-batch rows")
     parser.add_argument("--log-prob-rows", type=int, default=16)
     parser.add_argument("--sp", nargs="+", type=int, default=[1], help="Ulysses degrees")
+    parser.add_argument(
+        "--full-depth", action="store_true", help="execute every layer (no extrapolation)"
+    )
     args = parser.parse_args()
     shape = [args.prompt, args.response, args.rows, args.log_prob_rows]
     cells = [(m, w, sp) for m in args.models for w in args.worlds for sp in args.sp]
     for model, world, sp in cells:
+        cell = [world, *shape, sp, int(args.full_depth)]
         out = subprocess.run(
-            [sys.executable, "-c", CELL, model, *map(str, [world, *shape, sp])],
+            [sys.executable, "-c", CELL, model, *map(str, cell)],
             capture_output=True,
             text=True,
             check=False,

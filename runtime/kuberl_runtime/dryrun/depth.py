@@ -86,15 +86,18 @@ def extrapolate(
     static = _affine("resident bytes", *statics, layers)
     phases = []
     for a, b, c in zip(low.phases, high.phases, last.phases, strict=True):
+        sync = a.name == "weight_sync"  # its peak and largest tensor: `_sync_at_depth`
         fields = {
             name: _affine(
                 f"{a.name} {name}", getattr(a, name), getattr(b, name), getattr(c, name), layers
             )
             for name in AFFINE
+            if not (sync and name == "peak_bytes")
         }
         for name in CONSTANT:
-            fields[name] = _same(f"{a.name} {name}", [getattr(r, name) for r in (a, b, c)])
-        if a.name == "weight_sync":
+            if not (sync and name.startswith("largest")):
+                fields[name] = _same(f"{a.name} {name}", [getattr(r, name) for r in (a, b, c)])
+        if sync:
             fields.update(_sync_at_depth(c, check, full, fields))
         phases.append(PhaseResult(a.name, **fields))
     depths = "/".join(map(str, DEPTHS))

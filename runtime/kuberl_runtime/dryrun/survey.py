@@ -6,7 +6,9 @@ size, and reads: the parameter count, whether every decoder layer is alike
 (`layers.model_difference`), and the weight-sync stream run at full depth. The stream's peak is
 not affine in the depth: it packs tensors into fixed-size buckets, and where the bucket
 boundaries fall depends on how many layers came before. So the sync's own memory (its peak less
-what was held when it started) is measured here, over every layer.
+what was held when it started) is measured here, over every layer. No warm-up pass: the stream
+only all-gathers and casts (no sharding propagation to warm), and `depth.plan_dry` requires the
+survey at the check depth to add exactly what that depth's real sync added.
 """
 
 from __future__ import annotations
@@ -52,7 +54,6 @@ def survey(spec: DryRunInput) -> Survey:
             fsdp = fsdp_plan({"dtype": spec.param_dtype})
             model = apply_fsdp(model, fsdp, Device("cuda"), mesh).to_empty(device=CPU)
             parameters = sum(p.numel() for p in model.parameters())
-            _sync(model, spec)  # warm-up: DTensor's sharding propagation (run._measure's doc)
             tracker, comms, largest = MemTracker(model), CollectiveBytes(), LargestAllocation()
             with tracker, comms, largest:
                 start = _total(tracker.get_tracker_snapshot("current"))

@@ -148,7 +148,17 @@ def _report(depth: int, update_peak: int) -> DryRunReport:
     )
     phases = [
         PhaseResult("update_actor", update_peak, 10 * depth, depth, 7, 3, 2, depth),
-        PhaseResult("weight_sync", 50 + depth, 0, 4 * depth, 0, 9, 9, 40 + depth),
+        # The sync's peak is not affine in depth (bucket fill); its start is.
+        PhaseResult(
+            "weight_sync",
+            40 + depth + {3: 7, 4: 12, 5: 10}[depth],
+            0,
+            4 * depth,
+            0,
+            9,
+            9,
+            40 + depth,
+        ),
     ]
     return DryRunReport(spec, 100 + depth, 20 + depth, phases)
 
