@@ -7,7 +7,8 @@ and positions alike) run their prompt once, keeping its keys and values (a trans
 `DynamicCache`, gradients flowing through it), and each row then runs only its response columns
 against its prompt's cache: the same attention, the same log-probs and gradients as the plain
 forward (to fp32 rounding), with the prompt's share of the work divided by n. The log-prob of
-response token 0 comes from the prompt's last position, the rest from the response columns.
+response token 0 comes from the prompt's last position, the rest from the response columns,
+which run only as far as the rows' responses go (rows that ended early in a group of their own).
 
 Not used (the plain forward runs) where no prompt repeats, where a model checkpoints activations
 while training (transformers then drops the cache), for value heads and vision-language inputs.
@@ -52,7 +53,11 @@ def shared_prefix_logits(
     inverse: torch.Tensor,
 ) -> torch.Tensor:
     """(rows, response_length, vocab) logits at the positions that predict each response token:
-    the prompt's last position (response token 0), then the response columns but the last."""
+    the prompt's last position (response token 0), then the response columns but the last.
+
+    Response columns run in up to two groups of rows cut by length, each only as wide as its
+    longest response (a row that ended early runs no columns past its end); the logits of the
+    columns a group does not run are zero (those tokens are padding: masked everywhere)."""
     prompt = inputs["input_ids"].shape[1] - response_length
     cache = DynamicCache(config=model.config)
     head = model(
@@ -63,13 +68,53 @@ def shared_prefix_logits(
         use_cache=True,
         logits_to_keep=1,
     ).logits
-    cache.batch_select_indices(inverse)  # each row gets its prompt's keys and values
-    end = prompt + response_length - 1
-    tail = model(
-        input_ids=inputs["input_ids"][:, prompt:end],
-        attention_mask=inputs["attention_mask"][:, :end],
-        position_ids=inputs["position_ids"][:, prompt:end],
-        past_key_values=cache,
-        use_cache=True,
-    ).logits
+    prompt_kv = [(layer.keys, layer.values) for layer in cache.layers]
+    rows, vocab = inputs["input_ids"].shape[0], head.shape[-1]
+    tail = head.new_zeros(rows, response_length - 1, vocab)
+    for group, width in _length_groups(_columns_needed(inputs["attention_mask"][:, prompt:])):
+        group_cache = DynamicCache(
+            ddp_cache_data=[(k[inverse[group]], v[inverse[group]]) for k, v in prompt_kv],
+            config=model.config,
+        )
+        end = prompt + width
+        part = model(
+            input_ids=inputs["input_ids"][group, prompt:end],
+            attention_mask=inputs["attention_mask"][group, :end],
+            position_ids=inputs["position_ids"][group, prompt:end],
+            past_key_values=group_cache,
+            use_cache=True,
+        ).logits
+        columns = torch.arange(width, device=part.device)
+        tail = tail.index_put((group[:, None], columns[None, :]), part)
     return torch.cat([head[inverse], tail], 1)
+
+
+def _columns_needed(response_attention: torch.Tensor) -> torch.Tensor:
+    """Per row, the response columns whose positions predict one of its tokens: all but its last
+    attended one (0 for a response of one token)."""
+    index = torch.arange(1, response_attention.shape[1] + 1, device=response_attention.device)
+    return (response_attention * index).amax(1).clamp(min=1) - 1
+
+
+# A second group of rows costs another forward call: worth it only for at least this many fewer
+# token columns (rows x width) than one group.
+MIN_SAVED_POSITIONS = 256
+
+
+def _length_groups(needed: torch.Tensor) -> list[tuple[torch.Tensor, int]]:
+    """(row indices, width) of one group, or of two cut at the length that runs the fewest
+    columns: rows sorted by the columns they need; each group as wide as its longest row."""
+    order = torch.argsort(needed)
+    ordered = needed[order].tolist()
+    rows = len(ordered)
+    whole = rows * ordered[-1]
+    best, cut = whole, rows
+    for k in range(1, rows):
+        cost = k * ordered[k - 1] + (rows - k) * ordered[-1]
+        if cost < best:
+            best, cut = cost, k
+    if whole - best < MIN_SAVED_POSITIONS:
+        groups = [(order, ordered[-1])]
+    else:
+        groups = [(order[:cut], ordered[cut - 1]), (order[cut:], ordered[-1])]
+    return [(rows_of, width) for rows_of, width in groups if width > 0]

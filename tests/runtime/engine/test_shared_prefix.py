@@ -9,11 +9,11 @@ import torch
 
 from kuberl_api.plan.standalone import actor_plan
 from kuberl_runtime.device import Device
-from kuberl_runtime.engine import logprob
+from kuberl_runtime.engine import logprob, shared_prefix
 from kuberl_runtime.engine.fsdp import apply_fsdp
 from kuberl_runtime.engine.logprob import forward_responses
 from kuberl_runtime.engine.model_builder import ModelSpec, build_causal_lm
-from kuberl_runtime.engine.shared_prefix import prompt_groups
+from kuberl_runtime.engine.shared_prefix import _length_groups, prompt_groups
 from kuberl_runtime.rollout.base import build_response_batch
 
 N = 3  # samples per prompt
@@ -70,11 +70,14 @@ def test_rows_group_by_prompt(tokenizer):
     assert prompt_groups(distinct, length) is None  # nothing to share: the plain forward
 
 
+@pytest.mark.parametrize("split", [False, True])
 def test_each_prompt_runs_once_with_the_plain_forwards_outputs_and_gradients(
-    tokenizer, tiny_model_path, monkeypatch
+    tokenizer, tiny_model_path, monkeypatch, split
 ):
     model = build_causal_lm(ModelSpec(path=str(tiny_model_path)))
     batch = grouped_batch(tokenizer)
+    if split:  # rows that ended early run their response columns as a group of their own
+        monkeypatch.setattr(shared_prefix, "MIN_SAVED_POSITIONS", 1)
     rows_seen = []
     model.register_forward_pre_hook(
         lambda _, args, kwargs: rows_seen.append(tuple(kwargs["input_ids"].shape)),
@@ -83,10 +86,25 @@ def test_each_prompt_runs_once_with_the_plain_forwards_outputs_and_gradients(
     shared = _run(model, batch, monkeypatch, share=True)
     prompt_width = batch["input_ids"].shape[1] - batch["responses"].shape[1]
     response_length = batch["responses"].shape[1]
-    # 4 distinct prompts once each, then every row's response columns but the last
-    assert rows_seen == [(4, prompt_width), (10, response_length - 1)]
+    # 4 distinct prompts once each, then the rows' response columns but the last
+    assert rows_seen[0] == (4, prompt_width)
+    if split:
+        (short_rows, short_width), (long_rows, long_width) = rows_seen[1:]
+        assert short_rows + long_rows == 10 and short_width < long_width == response_length - 1
+    else:
+        assert rows_seen[1:] == [(10, response_length - 1)]
     plain = _run(model, batch, monkeypatch, share=False)
     _assert_same(shared, plain, batch["response_mask"].bool())
+
+
+def test_groups_by_length_run_fewer_columns_only_when_worth_a_call():
+    needed = torch.tensor([127, 60, 127, 55, 127, 127, 70, 127] * 2)  # 16 x 127 - 342 columns
+    (short, short_width), (long, long_width) = _length_groups(needed)
+    assert sorted(short.tolist()) == [1, 3, 6, 9, 11, 14] and short_width == 70
+    assert sorted(long.tolist()) == [0, 2, 4, 5, 7, 8, 10, 12, 13, 15] and long_width == 127
+    ((everyone, width),) = _length_groups(torch.tensor([127, 120, 127, 126]))  # saves < 256
+    assert sorted(everyone.tolist()) == [0, 1, 2, 3] and width == 127
+    assert _length_groups(torch.tensor([0, 0])) == []  # one-token responses: no columns
 
 
 def test_fsdp2_sharded_model_gets_the_same_gradients(
