@@ -22,7 +22,12 @@ import torch
 from torch import nn
 
 from kuberl_runtime.algorithms import entropy_from_logits
-from kuberl_runtime.engine.shared_prefix import prompt_groups, shared_prefix_logits, shares_prefix
+from kuberl_runtime.engine.shared_prefix import (
+    LogitsPart,
+    prompt_groups,
+    shared_prefix_logits,
+    shares_prefix,
+)
 from kuberl_runtime.engine.ulysses import (
     UlyssesGroup,
     gather_sequence,
@@ -142,12 +147,33 @@ def _forward_padded(
     # (slicing `logits_to_keep=L + 1` output would make the row flattening below copy them).
     groups = None if extra or "mrope_position_ids" in batch else prompt_groups(inputs, length)
     if groups is not None and shares_prefix(model):
-        logits = shared_prefix_logits(model, inputs, length, *groups)
-        return _policy_outputs(_scale(logits, temperature), responses, calculate_entropy)
+        parts = shared_prefix_logits(model, inputs, length, *groups)
+        return _outputs_of_parts(parts, responses, temperature, calculate_entropy)
     width = inputs["input_ids"].shape[1]
     predictors = torch.arange(width - length - 1, width - 1, device=responses.device)
     logits = model(**inputs, logits_to_keep=predictors).logits
     return _policy_outputs(_scale(logits, temperature), responses, calculate_entropy)
+
+
+def _outputs_of_parts(
+    parts: list[LogitsPart], responses: torch.Tensor, temperature: float, calculate_entropy: bool
+) -> ForwardOutput:
+    """(rows, L) log-probs (and entropy) from logits covering parts of the response columns;
+    columns no part covers (padding) are zero."""
+    log_probs = torch.zeros(responses.shape, device=responses.device)
+    entropy = torch.zeros(responses.shape, device=responses.device) if calculate_entropy else None
+    for part in parts:
+        width = part.logits.shape[1]
+        columns = torch.arange(
+            part.first_column, part.first_column + width, device=responses.device
+        )
+        where = (part.rows[:, None], columns[None, :])
+        labels = responses[part.rows][:, part.first_column : part.first_column + width]
+        out = _policy_outputs(_scale(part.logits, temperature), labels, calculate_entropy)
+        log_probs = log_probs.index_put(where, out.log_probs)
+        if entropy is not None:
+            entropy = entropy.index_put(where, out.entropy)
+    return ForwardOutput(log_probs=log_probs, entropy=entropy)
 
 
 def _first_attended_column(attention_mask: torch.Tensor) -> int:

@@ -16,6 +16,8 @@ while training (transformers then drops the cache), for value heads and vision-l
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 from transformers import DynamicCache
@@ -45,19 +47,29 @@ def shares_prefix(model: nn.Module) -> bool:
     return not (model.training and getattr(model, "is_gradient_checkpointing", False))
 
 
+@dataclass(frozen=True)
+class LogitsPart:
+    """Logits (rows of `rows`, width, vocab) predicting response tokens `first_column` onwards."""
+
+    rows: torch.Tensor
+    first_column: int
+    logits: torch.Tensor
+
+
 def shared_prefix_logits(
     model: nn.Module,
     inputs: dict[str, torch.Tensor],
     response_length: int,
     first: torch.Tensor,
     inverse: torch.Tensor,
-) -> torch.Tensor:
-    """(rows, response_length, vocab) logits at the positions that predict each response token:
-    the prompt's last position (response token 0), then the response columns but the last.
+) -> list[LogitsPart]:
+    """The logits at the positions that predict each response token, in parts: the prompt's last
+    position (response token 0, every row), then each group's response columns but the last.
 
     Response columns run in up to two groups of rows cut by length, each only as wide as its
-    longest response (a row that ended early runs no columns past its end); the logits of the
-    columns a group does not run are zero (those tokens are padding: masked everywhere)."""
+    longest response (a row that ended early runs no columns past its end); response tokens no
+    part covers are padding (masked everywhere). No (rows, response_length, vocab) tensor is
+    assembled: each part's logits are all the memory they take, as in the plain forward."""
     prompt = inputs["input_ids"].shape[1] - response_length
     cache = DynamicCache(config=model.config)
     head = model(
@@ -68,25 +80,24 @@ def shared_prefix_logits(
         use_cache=True,
         logits_to_keep=1,
     ).logits
+    every_row = torch.arange(inputs["input_ids"].shape[0], device=head.device)
+    parts = [LogitsPart(every_row, 0, head[inverse])]
     prompt_kv = [(layer.keys, layer.values) for layer in cache.layers]
-    rows, vocab = inputs["input_ids"].shape[0], head.shape[-1]
-    tail = head.new_zeros(rows, response_length - 1, vocab)
     for group, width in _length_groups(_columns_needed(inputs["attention_mask"][:, prompt:])):
         group_cache = DynamicCache(
             ddp_cache_data=[(k[inverse[group]], v[inverse[group]]) for k, v in prompt_kv],
             config=model.config,
         )
         end = prompt + width
-        part = model(
+        logits = model(
             input_ids=inputs["input_ids"][group, prompt:end],
             attention_mask=inputs["attention_mask"][group, :end],
             position_ids=inputs["position_ids"][group, prompt:end],
             past_key_values=group_cache,
             use_cache=True,
         ).logits
-        columns = torch.arange(width, device=part.device)
-        tail = tail.index_put((group[:, None], columns[None, :]), part)
-    return torch.cat([head[inverse], tail], 1)
+        parts.append(LogitsPart(group, 1, logits))
+    return parts
 
 
 def _columns_needed(response_attention: torch.Tensor) -> torch.Tensor:
