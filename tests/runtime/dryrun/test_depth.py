@@ -1,6 +1,7 @@
 """Depth extrapolation (dryrun/depth.py): the dry run at 3/4/5 layers, extrapolated to the
-model's depth, gives exactly the figures of executing every layer; configs whose layers are not
-all alike run every layer and say why."""
+model's depth, gives exactly the figures of executing every layer (Qwen2.5-0.5B's 24 layers:
+test_flops.py; a VL model's text layers here); configs whose layers are not all alike run every
+layer and say why."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from kuberl_runtime.dryrun.survey import Survey
 
 pytestmark = pytest.mark.skipif(dist.is_initialized(), reason="needs a process without a group")
 
-# Qwen2.5-0.5B at its real 24 layers on 8 ranks: affordable at full depth (~1 CPU-min).
+# Extrapolated == every layer executed at Qwen2.5-0.5B's 24 layers: test_flops.py (its packed 2k
+# micro-batches, the dry run it needs anyway).
 QWEN_05B = DryRunInput(
     model_config=model_config("Qwen2.5-0.5B"),
     world_size=8,
@@ -27,24 +29,6 @@ QWEN_05B = DryRunInput(
     micro_batch_rows=4,
     log_prob_micro_batch_rows=8,
 )
-
-
-@pytest.mark.runtime
-def test_extrapolated_figures_equal_every_layer_executed():
-    """Every figure of every phase, exactly: peaks, FLOPs, collective bytes, tokens, largest
-    allocations, the resident state and the parameter count."""
-    extrapolated = plan_dry(QWEN_05B)
-    assert (
-        extrapolated.method == "measured at 3/4/5 layers, extrapolated to 24; 5-layer check exact"
-    )
-    full = run_dry(QWEN_05B)
-    assert full.method == "every layer executed (24 layers)"
-    assert extrapolated.parameters == full.parameters
-    assert extrapolated.static_bytes == full.static_bytes
-    assert extrapolated.vision_parameters == full.vision_parameters == 0
-    assert [p.name for p in extrapolated.phases] == [p.name for p in full.phases]
-    for mine, theirs in zip(extrapolated.phases, full.phases, strict=True):
-        assert mine == theirs, mine.name
 
 
 def test_non_uniform_layer_types_run_every_layer():
@@ -64,7 +48,14 @@ def test_non_uniform_layer_types_run_every_layer():
         "max_window_layers": 3,
         "layer_types": ["full_attention"] * 3 + ["sliding_attention"] * 3,
     }
-    spec = dataclasses.replace(QWEN_05B, model_config=config, prompt_length=16, response_length=16)
+    spec = DryRunInput(
+        model_config=config,
+        world_size=2,
+        prompt_length=16,
+        response_length=16,
+        micro_batch_rows=1,
+        log_prob_micro_batch_rows=1,
+    )
     report = plan_dry(spec)
     assert report.method == (
         "every layer executed (6 layers): the layers differ in layer_types "
@@ -73,16 +64,26 @@ def test_non_uniform_layer_types_run_every_layer():
     assert [p.name for p in report.phases][-1] == "weight_sync"
 
 
-def test_full_depth_is_asked_for():
-    config = {**model_config("Qwen2.5-0.5B"), "num_hidden_layers": 6, "vocab_size": 1024}
-    spec = dataclasses.replace(QWEN_05B, model_config=config, prompt_length=16, response_length=16)
-    assert plan_dry(spec, full_depth=True).method == "every layer executed (6 layers): --full-depth"
+def test_full_depth_and_shallow_models_run_every_layer(monkeypatch):
+    """No survey, no small depths: `run_dry` once, at the config's depth."""
+    from kuberl_runtime.dryrun import depth
 
+    ran = []
 
-def test_a_model_up_to_the_check_depth_runs_every_layer():
-    config = {**model_config("Qwen2.5-0.5B"), "num_hidden_layers": DEPTHS[-1], "vocab_size": 64}
-    spec = dataclasses.replace(QWEN_05B, model_config=config, prompt_length=8, response_length=8)
-    assert plan_dry(spec).method == "every layer executed (5 layers)"
+    def fake_run(spec):
+        ran.append(spec.model_config["num_hidden_layers"])
+        layers = spec.model_config["num_hidden_layers"]
+        return DryRunReport(spec, 0, 0, [], method=f"every layer executed ({layers} layers)")
+
+    monkeypatch.setattr(depth, "run_dry", fake_run)
+    monkeypatch.setattr(depth, "survey", lambda spec: pytest.fail("no survey"))
+    assert plan_dry(QWEN_05B, full_depth=True).method == (
+        "every layer executed (24 layers): --full-depth"
+    )
+    shallow = {**QWEN_05B.model_config, "num_hidden_layers": DEPTHS[-1]}
+    report = plan_dry(dataclasses.replace(QWEN_05B, model_config=shallow))
+    assert report.method == "every layer executed (5 layers)"
+    assert ran == [24, 5]
 
 
 def test_at_depth_cuts_per_layer_lists_and_only_the_text_layers():
@@ -176,3 +177,31 @@ def test_a_figure_off_its_line_is_refused():
         extrapolate(QWEN_05B, off, check, survey)
     with pytest.raises(OffTheLine, match="the full-depth model has 125"):
         extrapolate(QWEN_05B, on_line, check, dataclasses.replace(survey, parameters=125))
+
+
+@pytest.mark.runtime
+def test_a_vl_model_extrapolates_its_text_layers_only():
+    """A tiny Qwen2.5-VL with 7 text layers and a 6-block vision tower: the text layers are cut to
+    3/4/5, the tower keeps its 6 blocks; the figures equal every layer executed."""
+    from kuberl_runtime.testing.tiny_vl import build_tiny_vl_config, build_tiny_vl_processor
+
+    tokenizer = build_tiny_vl_processor().tokenizer
+    config = build_tiny_vl_config(tokenizer, num_layers=7, hidden=128, vision_depth=6)
+    spec = DryRunInput(
+        model_config=config.to_dict(),
+        world_size=2,
+        prompt_length=32,
+        response_length=32,
+        micro_batch_rows=2,
+        log_prob_micro_batch_rows=2,
+    )
+    extrapolated = plan_dry(spec)
+    assert extrapolated.method == "measured at 3/4/5 layers, extrapolated to 7; 5-layer check exact"
+    full = run_dry(spec)
+    assert extrapolated.vision_parameters == full.vision_parameters > 0
+    assert (extrapolated.parameters, extrapolated.static_bytes) == (
+        full.parameters,
+        full.static_bytes,
+    )
+    for mine, theirs in zip(extrapolated.phases, full.phases, strict=True):
+        assert mine == theirs, mine.name

@@ -6,8 +6,9 @@ Packed 2k sequences: the varlen kernel attends within each sequence, so the coun
 15% of the analytic one (gradient checkpointing's recompute included, the LM head only on
 response positions). A dense T x T mask over the packed row (SDPA's block-diagonal mask: what
 the old `setattr` bug ran) multiplies attention by the sequences per row and fails the bound.
-Qwen2.5-0.5B at its 24 layers, extrapolated exactly from 3/4/5 (`plan_dry`; test_depth.py shows
-the extrapolation equals executing every layer), hence the `runtime` marker.
+Qwen2.5-0.5B at its 24 layers, extrapolated from 3/4/5 (`plan_dry`, dryrun/depth.py). That
+extrapolation is proven here too: for the packed 2k job, every figure of every phase equals
+executing all 24 layers, exactly. Hence the `runtime` marker.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import torch.distributed as dist
 from transformers import AutoConfig
 from verl.utils.flops_counter import ESTIMATE_FUNC
 
-from kuberl_runtime.dryrun import DryRunInput, model_config, plan_dry
+from kuberl_runtime.dryrun import DryRunInput, DryRunReport, model_config, plan_dry, run_dry
 
 pytestmark = [
     pytest.mark.runtime,
@@ -47,19 +48,35 @@ def verl_analytic_flops(spec: DryRunInput) -> float:
     return tflops * 1e12
 
 
-def update_flops_ratio(spec: DryRunInput) -> float:
-    report = plan_dry(spec)
+def update_flops_ratio(spec: DryRunInput, report: DryRunReport) -> float:
     assert "extrapolated to 24; 5-layer check exact" in report.method
     update = report.phase("update_actor")
     assert update.tokens == spec.micro_batch_rows * (spec.prompt_length + spec.response_length)
     return update.flops / verl_analytic_flops(spec)
 
 
-def test_packed_2k_sequences_stay_within_15_percent_of_the_analytic_count():
-    ratio = update_flops_ratio(PACKED_2K)
+@pytest.fixture(scope="module")
+def packed() -> DryRunReport:
+    return plan_dry(PACKED_2K)
+
+
+def test_packed_2k_sequences_stay_within_15_percent_of_the_analytic_count(packed):
+    ratio = update_flops_ratio(PACKED_2K, packed)
     assert 0.85 <= ratio <= 1.15, ratio
 
 
 def test_a_dense_mask_over_packed_rows_fails_the_bound():
     dense = dataclasses.replace(PACKED_2K, attn_implementation="sdpa")
-    assert update_flops_ratio(dense) > 1.15
+    assert update_flops_ratio(dense, plan_dry(dense)) > 1.15
+
+
+def test_extrapolated_figures_equal_every_layer_executed(packed):
+    """Every figure of every phase, exactly: peaks, FLOPs, collective bytes, tokens, largest
+    allocations, the bytes held at each phase's start, the resident state, the parameters."""
+    full = run_dry(PACKED_2K)
+    assert packed.method == "measured at 3/4/5 layers, extrapolated to 24; 5-layer check exact"
+    assert full.method == "every layer executed (24 layers)"
+    assert (packed.parameters, packed.static_bytes) == (full.parameters, full.static_bytes)
+    assert [p.name for p in packed.phases] == [p.name for p in full.phases]
+    for mine, theirs in zip(packed.phases, full.phases, strict=True):
+        assert mine == theirs, mine.name
