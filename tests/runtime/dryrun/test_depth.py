@@ -181,12 +181,12 @@ def test_a_figure_off_its_line_is_refused():
 
 @pytest.mark.runtime
 def test_a_vl_model_extrapolates_its_text_layers_only():
-    """A tiny Qwen2.5-VL with 7 text layers and a 6-block vision tower: the text layers are cut to
-    3/4/5, the tower keeps its 6 blocks; the figures equal every layer executed."""
+    """A tiny Qwen2.5-VL with 6 text layers and a 2-block vision tower: the text layers are cut to
+    3/4/5, the tower keeps its blocks; the figures equal every layer executed."""
     from kuberl_runtime.testing.tiny_vl import build_tiny_vl_config, build_tiny_vl_processor
 
     tokenizer = build_tiny_vl_processor().tokenizer
-    config = build_tiny_vl_config(tokenizer, num_layers=7, hidden=128, vision_depth=6)
+    config = build_tiny_vl_config(tokenizer, num_layers=6, hidden=128, vision_depth=2)
     spec = DryRunInput(
         model_config=config.to_dict(),
         world_size=2,
@@ -196,7 +196,7 @@ def test_a_vl_model_extrapolates_its_text_layers_only():
         log_prob_micro_batch_rows=2,
     )
     extrapolated = plan_dry(spec)
-    assert extrapolated.method == "measured at 3/4/5 layers, extrapolated to 7; 5-layer check exact"
+    assert extrapolated.method == "measured at 3/4/5 layers, extrapolated to 6; 5-layer check exact"
     full = run_dry(spec)
     assert extrapolated.vision_parameters == full.vision_parameters > 0
     assert (extrapolated.parameters, extrapolated.static_bytes) == (
