@@ -4,11 +4,16 @@ the runtime's own forward/backward), against verl 0.9.1's analytic count (its MF
 
 Packed 2k sequences: the varlen kernel attends within each sequence, so the count stays within
 15% of the analytic one (gradient checkpointing's recompute included, the LM head only on
-response positions). A dense T x T mask over the packed row (SDPA's block-diagonal mask: what
-the old `setattr` bug ran) multiplies attention by the sequences per row and fails the bound.
-Qwen2.5-0.5B at its 24 layers, extrapolated from 3/4/5 (`plan_dry`, dryrun/depth.py). That
-extrapolation is proven here too: for the packed 2k job, every figure of every phase equals
-executing all 24 layers, exactly. Hence the `runtime` marker.
+response positions). Qwen2.5-0.5B at its 24 layers, extrapolated from 3/4/5 (`plan_dry`; equal
+to executing every layer: test_depth.py). Its real depth matters: the analytic count charges the
+embedding and the LM head on every token, the runtime the LM head on response positions only, so
+at a few layers the ratio sits far below 1.
+
+A dense T x T mask over the packed row (SDPA's block-diagonal mask: what the old `setattr` bug
+ran) multiplies attention by the sequences per row and fails the bound: 1.30x at 7 layers, every
+layer executed (the analytic count reads the same config's depth). Shallower, the LM-head
+asymmetry hides it (3 layers: 0.79x; packed, 0.43x); deeper, it only grows (8 layers: 1.40x,
+24: 2.3x). Hence the `runtime` marker.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ PACKED_2K = DryRunInput(
     use_remove_padding=True,
 )
 
+# The dense mask's test: deep enough for attention to outweigh the LM-head asymmetry (module doc)
+DENSE_LAYERS = 7
+
 
 def verl_analytic_flops(spec: DryRunInput) -> float:
     """verl's own estimate for the update's micro-batch (fwd + bwd, no recompute)."""
@@ -49,34 +57,21 @@ def verl_analytic_flops(spec: DryRunInput) -> float:
 
 
 def update_flops_ratio(spec: DryRunInput, report: DryRunReport) -> float:
-    assert "extrapolated to 24; 5-layer check exact" in report.method
     update = report.phase("update_actor")
     assert update.tokens == spec.micro_batch_rows * (spec.prompt_length + spec.response_length)
     return update.flops / verl_analytic_flops(spec)
 
 
-@pytest.fixture(scope="module")
-def packed() -> DryRunReport:
-    return plan_dry(PACKED_2K)
-
-
-def test_packed_2k_sequences_stay_within_15_percent_of_the_analytic_count(packed):
-    ratio = update_flops_ratio(PACKED_2K, packed)
+def test_packed_2k_sequences_stay_within_15_percent_of_the_analytic_count():
+    report = plan_dry(PACKED_2K)
+    assert report.method == "measured at 3/4/5 layers, extrapolated to 24; 5-layer check exact"
+    ratio = update_flops_ratio(PACKED_2K, report)
     assert 0.85 <= ratio <= 1.15, ratio
 
 
 def test_a_dense_mask_over_packed_rows_fails_the_bound():
-    dense = dataclasses.replace(PACKED_2K, attn_implementation="sdpa")
-    assert update_flops_ratio(dense, plan_dry(dense)) > 1.15
-
-
-def test_extrapolated_figures_equal_every_layer_executed(packed):
-    """Every figure of every phase, exactly: peaks, FLOPs, collective bytes, tokens, largest
-    allocations, the bytes held at each phase's start, the resident state, the parameters."""
-    full = run_dry(PACKED_2K)
-    assert packed.method == "measured at 3/4/5 layers, extrapolated to 24; 5-layer check exact"
-    assert full.method == "every layer executed (24 layers)"
-    assert (packed.parameters, packed.static_bytes) == (full.parameters, full.static_bytes)
-    assert [p.name for p in packed.phases] == [p.name for p in full.phases]
-    for mine, theirs in zip(packed.phases, full.phases, strict=True):
-        assert mine == theirs, mine.name
+    shallow = {**PACKED_2K.model_config, "num_hidden_layers": DENSE_LAYERS}
+    dense = dataclasses.replace(PACKED_2K, model_config=shallow, attn_implementation="sdpa")
+    report = run_dry(dense)
+    assert report.method == f"every layer executed ({DENSE_LAYERS} layers)"
+    assert update_flops_ratio(dense, report) > 1.15
