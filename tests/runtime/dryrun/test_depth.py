@@ -5,8 +5,8 @@ layer and say why.
 
 The proof is about depth, not width: a narrow model runs the same code path per layer (FSDP2's
 prefetch, checkpointing, the packed varlen kernel, the sync's buckets) in a fraction of the time.
-What it cannot see at any depth is the 2-layer caveat (no backward prefetch below 3 layers,
-measured at 7B: docs/gpu.md), which is why the smallest depth is 3.
+The 7B-specific caveat stays in depth.py and docs/gpu.md: at 2 layers FSDP2's backward has no
+next layer to prefetch and the update peaks lower (measured at 7B), hence the smallest depth of 3.
 """
 
 from __future__ import annotations
