@@ -138,12 +138,16 @@ def test_small_job_fits_and_report_prints_every_phase(small):
 
 
 def test_oversized_job_is_refused_with_the_fix():
+    """24 rows of 1024 + 5120 tokens per update micro-batch on 910B. Few long rows rather than
+    many short ones: the dry run's cost grows with the rows, its memory with the tokens."""
     import dataclasses
 
-    big = dataclasses.replace(SMALL, micro_batch_rows=512, accelerator="910B")
+    big = dataclasses.replace(
+        SMALL, micro_batch_rows=24, prompt_length=1024, response_length=5120, accelerator="910B"
+    )
     report = run_dry(big)
     verdict = check_fit(report)
     assert not verdict.fits
     assert report.phase("update_actor").peak_bytes > 0.9 * 60.9 * GiB
-    assert "ppo_micro_batch_size_per_gpu from 512 to" in verdict.message
+    assert "ppo_micro_batch_size_per_gpu from 24 to" in verdict.message
     assert "use_dynamic_bsz" in verdict.message
