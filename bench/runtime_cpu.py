@@ -11,9 +11,8 @@ process on the CPU with the arithmetic tokenizer and prompts in the same chat te
 temperature 1, one optimizer step per batch, a KL term to a reference model
 (β = 0.001), padded (not packed) forward passes as TRL does, and the same reward (share of digit
 characters). kuberl's padded passes run each distinct prompt once for its n samples
-(`engine/shared_prefix.py`) and its CPU attention reads grouped KV heads in place
-(`engine/sdpa_gqa.py`): the same log-probs and gradients, less work; TRL runs every row's prompt
-and repeats the KV heads. The update is exactly on-policy (one epoch, one mini-batch), so
+(`engine/shared_prefix.py`): the same log-probs and gradients, less work; TRL runs every row's
+prompt. The update is exactly on-policy (one epoch, one mini-batch), so
 neither computes a separate old-log-prob forward (TRL at one iteration; kuberl with
 `actor.on_policy_shortcut`).
 Activation checkpointing is off on both sides (TRL's GRPOConfig turns it on by default; runs

@@ -22,7 +22,7 @@ from transformers import (
     AutoModelForTokenClassification,
 )
 
-from kuberl_runtime.engine import sdpa_gqa, varlen
+from kuberl_runtime.engine import varlen
 
 
 @dataclass(frozen=True)
@@ -48,20 +48,18 @@ class ModelSpec:
 
 def attn_implementation(spec: ModelSpec) -> str:
     """`override_config.attn_implementation`, else flash-attn 2 where it is installed, else
-    torch's own flash varlen kernel for packed forwards on CUDA (`engine/varlen.py`), else SDPA
-    as `sdpa_gqa.SDPA_GQA` (transformers' SDPA that reads grouped KV heads in place on the CPU).
+    torch's own flash varlen kernel for packed forwards on CUDA (`engine/varlen.py`), else SDPA.
 
     verl defaults to `flash_attention_2`; the CUDA image ships flash-attn, so packed
     (`use_remove_padding`) micro-batches run varlen attention there. On CPU, SDPA with the
-    block-diagonal mask transformers derives from the restarting position ids. An explicit
-    `sdpa` is transformers' own.
+    block-diagonal mask transformers derives from the restarting position ids.
     """
     chosen = spec.override_config.get("attn_implementation")
     if chosen:
         return str(chosen)
     if importlib.util.find_spec("flash_attn"):
         return "flash_attention_2"
-    return varlen.register() if spec.native_varlen else sdpa_gqa.register()
+    return varlen.register() if spec.native_varlen else "sdpa"
 
 
 def load_config(spec: ModelSpec, **extra: Any) -> Any:

@@ -31,10 +31,8 @@ import torch.nn.functional as F
 from torch import nn
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, AttentionInterface
 
-from kuberl_runtime.engine.sdpa_gqa import SDPA_GQA
-
 ULYSSES_ATTENTION = "kuberl_ulysses"
-DENSE_KERNELS = ("sdpa", SDPA_GQA, "eager")  # kernels that see a packed row as one sequence
+DENSE_KERNELS = ("sdpa", "eager")  # kernels that see a packed row as one sequence
 
 
 @dataclass(frozen=True)
