@@ -22,7 +22,7 @@ from kuberl_api.plan.sections import ActorPlan, FSDPPlan
 from kuberl_api.plan.standalone import actor_plan, fsdp_plan
 from kuberl_runtime.algorithms import GlobalBatch
 from kuberl_runtime.device import Device
-from kuberl_runtime.dryrun.layers import num_layers
+from kuberl_runtime.dryrun.layers import num_layers, text_config
 from kuberl_runtime.dryrun.packed import FLASH_VARLEN, FullMasks, sequences_of
 from kuberl_runtime.dryrun.probes import (
     FLOP_FORMULAS,
@@ -383,8 +383,7 @@ def _settings(spec: DryRunInput, sp: UlyssesGroup) -> ActorSettings:
 def _batch(spec: DryRunInput, rows: int, with_targets: bool = False) -> Batch:
     """Full-length rows (prompt + response, no padding): the worst case of a micro-batch."""
     width = spec.prompt_length + spec.response_length
-    text = spec.model_config.get("text_config") or spec.model_config  # a VL model's language model
-    vocab = int(text["vocab_size"])
+    vocab = int(text_config(spec.model_config)["vocab_size"])  # a VL model's language model
     tensors = {
         "input_ids": torch.zeros(rows, width, dtype=torch.long),
         "attention_mask": torch.ones(rows, width, dtype=torch.long),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from kuberl_runtime.dryrun.layers import text_config
 from kuberl_runtime.dryrun.run import DryRunReport, GiB
 from kuberl_runtime.dryrun.sequence_parallel import SP_KEY
 from kuberl_runtime.engine.ulysses import check_heads
@@ -141,7 +142,7 @@ def _sequence_parallel_advice(
 
 def _heads(config: dict) -> tuple[int, int] | None:
     """(attention heads, KV heads) of a text model or a VL model's language model."""
-    text = config.get("text_config") or config
+    text = text_config(config)
     if "num_attention_heads" not in text:
         return None
     attention = int(text["num_attention_heads"])
