@@ -145,8 +145,9 @@ def _forward_padded(
         return ForwardOutput(values=logits[:, -length - 1 : -1, 0].float())
     # The L positions before each response token, as indices: contiguous (rows, L, V) logits
     # (slicing `logits_to_keep=L + 1` output would make the row flattening below copy them).
-    groups = None if extra or "mrope_position_ids" in batch else prompt_groups(inputs, length)
-    if groups is not None and shares_prefix(model):
+    plain = extra or "mrope_position_ids" in batch or not shares_prefix(model)
+    groups = None if plain else prompt_groups(inputs, length)
+    if groups is not None:
         parts = shared_prefix_logits(model, inputs, length, *groups)
         return _outputs_of_parts(parts, responses, temperature, calculate_entropy)
     width = inputs["input_ids"].shape[1]
