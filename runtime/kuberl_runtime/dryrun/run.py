@@ -36,6 +36,7 @@ from kuberl_runtime.dryrun.sequence_parallel import (
     tokens_per_rank,
 )
 from kuberl_runtime.dryrun.shapes import ACCELERATORS
+from kuberl_runtime.dryrun.values import KnownValues
 from kuberl_runtime.dryrun.vision import (
     create_vision_optimizer_state,
     refuse_sequence_parallel,
@@ -133,7 +134,8 @@ def run_dry(spec: DryRunInput) -> DryRunReport:
         model_spec = _model_spec(spec, Path(tmp))
         width = spec.prompt_length + spec.response_length
         masks = FullMasks(predictor_masks(spec, _row_counts(spec), sp))
-        with FakeTensorMode(allow_non_fake_inputs=True), masks, sequences_of(width):
+        values = contextlib.nullcontext() if spec.use_remove_padding else KnownValues()
+        with FakeTensorMode(allow_non_fake_inputs=True), masks, sequences_of(width), values:
             return _run_phases(spec, model_spec, mesh, sp)
 
 
@@ -381,11 +383,12 @@ def _settings(spec: DryRunInput, sp: UlyssesGroup) -> ActorSettings:
 
 
 def _batch(spec: DryRunInput, rows: int, with_targets: bool = False) -> Batch:
-    """Full-length rows (prompt + response, no padding): the worst case of a micro-batch."""
+    """Full-length rows (prompt + response, no padding), each its own prompt (no prompt shared):
+    the worst case of a micro-batch."""
     width = spec.prompt_length + spec.response_length
     vocab = int(text_config(spec.model_config)["vocab_size"])  # a VL model's language model
     tensors = {
-        "input_ids": torch.zeros(rows, width, dtype=torch.long),
+        "input_ids": (torch.arange(rows)[:, None] % vocab).expand(rows, width).contiguous(),
         "attention_mask": torch.ones(rows, width, dtype=torch.long),
         "position_ids": torch.arange(width).expand(rows, width).contiguous(),
         "responses": torch.zeros(rows, spec.response_length, dtype=torch.long) % vocab,
