@@ -15,24 +15,17 @@ import torch
 import torch.distributed as dist
 from torch._subclasses.fake_tensor import DataDependentOutputException, FakeTensorMode
 
-from kuberl_runtime.dryrun import DryRunInput, model_config, plan_dry, run_dry
+from kuberl_runtime.dryrun import DryRunInput, plan_dry, run_dry
 from kuberl_runtime.dryrun.values import MAX_KNOWN_ELEMENTS, KnownValues
 from kuberl_runtime.engine.logprob import _first_attended_column
 from kuberl_runtime.engine.shared_prefix import prompt_groups
+from support.narrow import narrow_qwen25
 
 pytestmark = pytest.mark.skipif(dist.is_initialized(), reason="needs a process without a group")
 
 # Qwen2.5's architecture, narrow and 3 layers deep: the same code path per layer, cheaply.
 NARROW = DryRunInput(
-    model_config={
-        **model_config("Qwen2.5-0.5B"),
-        "num_hidden_layers": 3,
-        "hidden_size": 256,
-        "intermediate_size": 1024,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "vocab_size": 4096,
-    },
+    model_config=narrow_qwen25(3),
     world_size=8,
     prompt_length=256,
     response_length=256,
@@ -64,7 +57,7 @@ def test_a_padded_job_gets_a_plan_by_depth():
     spec = dataclasses.replace(
         NARROW,
         use_remove_padding=False,
-        model_config={**NARROW.model_config, "num_hidden_layers": 8},
+        model_config=narrow_qwen25(8),
     )
     report = plan_dry(spec)
     assert report.method == "measured at 3/4/5 layers, extrapolated to 8; 5-layer check exact"
