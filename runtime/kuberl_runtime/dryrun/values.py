@@ -51,7 +51,7 @@ class KnownValues(TorchDispatchMode):
         known = all(self._has_value(t) for t in tensors)
         if func is _aten._local_scalar_dense.default and known:
             with _disable_current_modes():
-                return self.values[args[0]].item()
+                return self._value(args[0]).item()
         if not known:
             self._forget_written(func, args, kwargs)
             return func(*args, **kwargs)
@@ -72,14 +72,15 @@ class KnownValues(TorchDispatchMode):
         # A plain tensor is its own value (a constant: `mask[:, :3] = 0` lifts the 0).
         return type(tensor) is torch.Tensor or tensor in self.values
 
-    def _real(self, func: Any, args: Any, kwargs: Any) -> Any:
-        def real(x: Any) -> Any:
-            if not isinstance(x, torch.Tensor) or type(x) is torch.Tensor:
-                return x
-            return self.values[x]
+    def _value(self, x: Any) -> Any:
+        """A known tensor's value (a plain tensor is its own); anything else as it is."""
+        if not isinstance(x, torch.Tensor) or type(x) is torch.Tensor:
+            return x
+        return self.values[x]
 
+    def _real(self, func: Any, args: Any, kwargs: Any) -> Any:
         with _disable_current_modes():
-            return func(*tree_map(real, args), **tree_map(real, kwargs))
+            return func(*tree_map(self._value, args), **tree_map(self._value, kwargs))
 
     def _from_real(self, real: Any, inputs: list[torch.Tensor]) -> Any:
         """Fake tensors for an op whose result sizes only the values give."""

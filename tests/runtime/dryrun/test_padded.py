@@ -118,3 +118,11 @@ def test_a_view_written_from_unknown_values_makes_its_base_forget():
         mask[:, :3] = (torch.ones(4, 3) > 0).long()  # the view's new values are unknown
         with pytest.raises(DataDependentOutputException):
             int(mask.sum())
+
+
+def test_a_plain_tensor_is_its_own_value():
+    plain = torch.tensor([2, 5])  # real tensors the dry run is handed (allow_non_fake_inputs)
+    one = torch.tensor(7)
+    with FakeTensorMode(allow_non_fake_inputs=True), KnownValues():
+        assert one.item() == 7
+        assert int(plain.amax() - plain[0]) == 3
