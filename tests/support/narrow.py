@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kuberl_runtime.dryrun import model_config
+from kuberl_runtime.dryrun import DryRunInput, model_config
 
 
 def narrow_qwen25(layers: int) -> dict[str, Any]:
@@ -19,3 +19,15 @@ def narrow_qwen25(layers: int) -> dict[str, Any]:
         "num_key_value_heads": 2,
         "vocab_size": 4096,
     }
+
+
+def narrow_job(layers: int) -> DryRunInput:
+    """The narrow model at world 8, packed rows of 256 + 256 tokens, 4 update / 8 log-prob rows."""
+    return DryRunInput(
+        model_config=narrow_qwen25(layers),
+        world_size=8,
+        prompt_length=256,
+        response_length=256,
+        micro_batch_rows=4,
+        log_prob_micro_batch_rows=8,
+    )

@@ -23,7 +23,7 @@ from torch._subclasses.fake_tensor import (
     FakeTensor,
 )
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
-from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+from torch.utils._pytree import tree_flatten, tree_map, tree_map_only
 from torch.utils.weak import WeakIdKeyDictionary
 
 # Tensors with more elements than this are not given values (a (rows, 1, T, T) attention mask
@@ -86,12 +86,9 @@ class KnownValues(TorchDispatchMode):
         """Fake tensors for an op whose result sizes only the values give."""
         mode = next((t.fake_mode for t in inputs if isinstance(t, FakeTensor)), None)
         assert mode is not None, "a value-dependent op on tensors the fake mode never saw"
-        flat, spec = tree_flatten(real)
-        fakes = [mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in flat]
-        for fake, value in zip(fakes, flat, strict=True):
-            if isinstance(value, torch.Tensor):
-                self.values[fake] = value
-        return tree_unflatten(fakes, spec)
+        fake = tree_map_only(torch.Tensor, mode.from_tensor, real)
+        self._remember(fake, real)
+        return fake
 
     def _remember(self, fake: Any, real: Any) -> None:
         for f, r in zip(tree_flatten(fake)[0], tree_flatten(real)[0], strict=True):

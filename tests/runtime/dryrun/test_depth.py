@@ -22,7 +22,7 @@ from kuberl_runtime.dryrun.depth import DEPTHS, OffTheLine, extrapolate
 from kuberl_runtime.dryrun.layers import at_depth, config_difference, model_difference
 from kuberl_runtime.dryrun.run import DryRunReport
 from kuberl_runtime.dryrun.survey import Survey
-from support.narrow import narrow_qwen25
+from support.narrow import narrow_job
 
 pytestmark = pytest.mark.skipif(dist.is_initialized(), reason="needs a process without a group")
 
@@ -37,15 +37,7 @@ QWEN_05B = DryRunInput(
 )
 
 # Qwen2.5's architecture at a width that costs little: 8 layers, 4 heads over 2 KV heads, 4k vocab.
-NARROW = DryRunInput(
-    model_config=narrow_qwen25(8),
-    world_size=8,
-    prompt_length=256,
-    response_length=256,
-    micro_batch_rows=4,
-    log_prob_micro_batch_rows=8,
-    use_remove_padding=True,
-)
+NARROW = narrow_job(8)
 
 
 @pytest.mark.runtime

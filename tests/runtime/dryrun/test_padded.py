@@ -15,23 +15,16 @@ import torch
 import torch.distributed as dist
 from torch._subclasses.fake_tensor import DataDependentOutputException, FakeTensorMode
 
-from kuberl_runtime.dryrun import DryRunInput, plan_dry, run_dry
+from kuberl_runtime.dryrun import plan_dry, run_dry
 from kuberl_runtime.dryrun.values import MAX_KNOWN_ELEMENTS, KnownValues
 from kuberl_runtime.engine.logprob import _first_attended_column
 from kuberl_runtime.engine.shared_prefix import prompt_groups
-from support.narrow import narrow_qwen25
+from support.narrow import narrow_job, narrow_qwen25
 
 pytestmark = pytest.mark.skipif(dist.is_initialized(), reason="needs a process without a group")
 
 # Qwen2.5's architecture, narrow and 3 layers deep: the same code path per layer, cheaply.
-NARROW = DryRunInput(
-    model_config=narrow_qwen25(3),
-    world_size=8,
-    prompt_length=256,
-    response_length=256,
-    micro_batch_rows=4,
-    log_prob_micro_batch_rows=8,
-)
+NARROW = narrow_job(3)
 
 
 def test_padded_rows_do_the_work_of_packed_rows():
