@@ -4,6 +4,7 @@ import argparse
 import sys
 
 from kuberl_api.validation import SpecInvalid, load_documents, validate_document
+from kuberl_api.validation.report import not_honoured_summary, problem_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,8 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_result(source, kind, result, quiet: bool) -> None:
     for problem in result.problems:
-        label = "error" if problem.is_error else "warning"
-        print(f"{source}: {label}: {problem.render()}", file=sys.stderr)
+        print(f"{source}: {problem_line(problem)}", file=sys.stderr)
     if result.ok and not quiet:
         print(f"{source}: ok ({kind}) — {_headline(result)}")
     elif not result.ok:
@@ -63,23 +63,6 @@ def _headline(result) -> str:
     )
 
 
-def not_honoured_summary(changed: list[str], at_verl_default: list[str]) -> str:
-    """One line: the no-effect keys set to something other than verl's default, by name, and
-    how many more were set to verl's own default or to what kuberl does anyway (a copied verl
-    config sets ~100: no news)."""
-    if not changed and not at_verl_default:
-        return ""
-    text = (
-        f"{len(changed)} key(s) set but not honoured "
-        "(accepted, no effect in kuberl; see `kuberl keys`)"
-    )
-    if changed:
-        text += ": " + ", ".join(changed)
-    if at_verl_default:
-        text += f"; {len(at_verl_default)} more set to verl's default (nothing lost), not listed"
-    return text
-
-
 def _print_problems(path, problems) -> None:
     for problem in problems:
-        print(f"{path}: error: {problem.render()}", file=sys.stderr)
+        print(f"{path}: {problem_line(problem)}", file=sys.stderr)

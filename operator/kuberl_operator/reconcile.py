@@ -15,6 +15,13 @@ from typing import Any
 from kuberl_api.job import API_VERSION, KIND
 from kuberl_api.validation import SpecInvalid, parse_document, validate_document
 from kuberl_operator import conditions as cond
+from kuberl_operator.accepted import (
+    VALID,
+    Accepted,
+    accepted_events,
+    is_news,
+    validated_message,
+)
 from kuberl_operator.attempts import AttemptDriver, RayClientFactory
 from kuberl_operator.builders import accelerator_summary
 from kuberl_operator.chaining import dependencies_allow_start
@@ -162,11 +169,16 @@ class Reconciler:
             "metadata": {"name": state.ref.name, "namespace": state.ref.namespace},
             "spec": state.body.get("spec"),
         }
+        accepted = Accepted()
         try:
             result = validate_document(parse_document(manifest, source=state.ref.name))
-            problems, spec, effective = result.errors, result.spec, result.effective_config
+            problems, spec, effective = result.problems, result.spec, result.effective_config
             if spec is not None:  # what the admin allows job authors (hostPath, Secrets)
                 problems = [*problems, *policy_problems(spec, self.config)]
+            accepted = Accepted(
+                [p for p in problems if not p.is_error], result.not_honoured, result.at_verl_default
+            )
+            problems = [p for p in problems if p.is_error]
         except SpecInvalid as err:
             problems, spec, effective = err.problems, None, None
         if problems:
@@ -176,8 +188,16 @@ class Reconciler:
         state.spec, state.effective = spec, effective
         assert spec is not None
         state.status.accelerators = accelerator_summary(spec.worker_pools)
-        message = f"spec and {spec.training_config_key} are valid"
-        state.condition(cond.VALIDATED, True, "Valid", message)
+        self._accepted(state, spec.training_config_key, accepted)
+
+    def _accepted(self, state: JobState, config_key: str, accepted: Accepted) -> None:
+        """Validated=True naming the warnings and no-effect keys; events once per generation."""
+        message = validated_message(config_key, accepted)
+        news = is_news(cond.get_condition(state.status, cond.VALIDATED), state.generation, message)
+        state.condition(cond.VALIDATED, True, VALID, message)
+        if news:
+            for event in accepted_events(accepted):
+                state.event(event.type, event.reason, event.message)
 
     def _retry_due(self, state: JobState) -> bool:
         due = cond.parse_time(state.status.next_retry_time)
