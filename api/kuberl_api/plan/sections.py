@@ -269,6 +269,12 @@ class OverlongBufferPlan(Frozen):
     log: bool
 
 
+BUILTIN_REWARD_KWARGS = ("lenient",)
+"""What custom_reward_function.reward_kwargs may hold without a path: the built-in scorers' one
+option, kuberl's forgiving answer comparison instead of verl's exact one (a bool, off by default).
+"""
+
+
 class RewardFunctionPlan(Frozen):
     path: str
     """Empty: the built-in scorers chosen by data source."""

@@ -27,6 +27,7 @@ from kuberl_api.validation.interpolation import resolve_interpolations
 from kuberl_api.validation.nulls import drop_unset_in
 from kuberl_api.validation.problems import Problem, join_path
 from kuberl_api.validation.rules_placement import check_checkpoint_dir, check_pools
+from kuberl_api.validation.rules_start import check_lora_adapter
 from kuberl_api.validation.rules_switches import HYDRA_TARGET, strip_hydra_targets
 from kuberl_api.validation.schema_errors import problems_from_validation_error
 
@@ -70,6 +71,7 @@ def validate_sft_tree(
         return None, problems + problems_from_validation_error(err, SFTConfig, prefix), []
     _fill_placement(parsed, pools)
     problems += _check_batches(parsed, prefix)
+    problems += check_lora_adapter(parsed.model, join_path(prefix, "model"))
     if any(p.is_error for p in problems):
         return None, problems, not_honoured
     return parsed, problems, not_honoured
@@ -85,16 +87,25 @@ def _fill_placement(cfg: SFTConfig, pools: list[WorkerPool] | None) -> None:
 
 
 def _check_batches(cfg: SFTConfig, prefix: str) -> list[Problem]:
-    """verl's rule: the global batch splits evenly over the data-parallel ranks."""
+    """The world splits into SP groups, and the global batch evenly over the data-parallel
+    ranks (verl's rule; a rank's rows are its whole SP group's)."""
     trainer = cfg.trainer
     assert trainer.nnodes and trainer.n_gpus_per_node
     world = trainer.nnodes * trainer.n_gpus_per_node
-    batch = cfg.data.train_batch_size
-    if batch % world == 0:
+    sp = cfg.engine.ulysses_sequence_parallel_size
+    if world % sp:
+        path = join_path(prefix, "engine", "ulysses_sequence_parallel_size")
+        fix = "use a divisor of nnodes x n_gpus_per_node"
+        return [Problem(path, f"world size {world} is not a multiple of {sp}", fix, sp)]
+    batch, dp = cfg.data.train_batch_size, world // sp
+    if batch % dp == 0:
         return []
     path = join_path(prefix, "data", "train_batch_size")
-    fix = f"use a multiple of the {world} ranks (nnodes x n_gpus_per_node)"
-    return [Problem(path, "does not split evenly over the ranks", fix, batch)]
+    fix = (
+        f"use a multiple of the {dp} ranks that hold distinct rows (data parallelism: nnodes x "
+        "n_gpus_per_node / engine.ulysses_sequence_parallel_size)"
+    )
+    return [Problem(path, "does not split evenly over the data-parallel ranks", fix, batch)]
 
 
 def sft_tree_of(doc: Document) -> tuple[Any, str] | None:

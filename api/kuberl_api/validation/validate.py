@@ -27,6 +27,7 @@ from kuberl_api.validation.rules_placement import (
     check_pools,
 )
 from kuberl_api.validation.rules_reward import check_reward
+from kuberl_api.validation.rules_start import check_start
 from kuberl_api.validation.rules_switches import check_switches, strip_hydra_targets
 from kuberl_api.validation.schema_errors import problems_from_validation_error
 from kuberl_api.validation.sft import sft_tree_of, validate_sft_document
@@ -165,5 +166,6 @@ def _check_semantics(result: ValidationResult, parsed: BaseModel, bc: str) -> No
     result.problems += check_parallelism(effective, bc)
     result.problems += check_algorithm(effective, bc)
     result.problems += check_reward(effective, bc)
+    result.problems += check_start(effective, bc)
     if not result.errors:
         result.backend_config = effective

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kuberl_api.plan.sections import BUILTIN_REWARD_KWARGS
 from kuberl_runtime.rewards.errors import RewardError
-from kuberl_runtime.rewards.registry import BUILTIN_REWARD_KWARGS, default_compute_score
+from kuberl_runtime.rewards.registry import default_compute_score
 
 SAMPLE_ARGS = ("data_source", "solution_str", "ground_truth", "extra_info")
 BATCH_ARGS = ("data_sources", "solution_strs", "ground_truths", "extra_infos")

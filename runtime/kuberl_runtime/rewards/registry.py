@@ -11,10 +11,6 @@ from kuberl_runtime.rewards.errors import RewardError
 # score(solution_str, ground_truth, lenient=False) -> float.
 Scorer = Callable[..., float]
 
-# The built-in scorers' one option (set as custom_reward_function.reward_kwargs without a path):
-# kuberl's forgiving answer comparison instead of verl's exact one. Off by default.
-BUILTIN_REWARD_KWARGS = ("lenient",)
-
 ARITH_DATA_SOURCE = "kuberl/arith"
 DOTS_DATA_SOURCE = "kuberl/dots"
 
