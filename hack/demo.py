@@ -289,7 +289,7 @@ class Demo:
         print(f"exported model  {outputs / 'huggingface'}")
         print(f"metrics         {outputs / 'logs' / 'metrics.jsonl'}; "
               f"tensorboard --logdir {outputs / 'logs' / 'tensorboard'}")  # fmt: skip
-        print(f"attempt config  {outputs / '.kuberl'}")
+        print(f"attempt plans   {outputs / '.kuberl'}")
         if self.pods is not None:
             self.pods.report(outputs)
         print(f"runtime         {self.runtime_metrics_url} (rank 0, while it trains)")

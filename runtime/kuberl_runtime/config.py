@@ -1,26 +1,28 @@
-"""The runtime's edge: a job file becomes one frozen run plan.
+"""The runtime's edge: a job file or a plan file becomes one frozen run plan.
 
-`load_run_config` reads a bare backend_config, a ModelArts YAML or a full RLTrainingJob manifest,
-applies dotted `key=value` overrides to its backend_config, validates it (refused keys are errors)
-and builds the `RunPlan` everything below this module reads. A verl SFT config (bare, or as a
-ModelArts backend_config) becomes an `SFTPlan` instead (`kuberl_api.plan.sft`).
+``load_plan_file`` reads a plan as the operator ships it (``kuberl train --plan``): JSON of this
+release's ``plan_version`` (``kuberl_api.plan.version``), loaded as is, never validated or
+planned again. ``load_run_config`` reads a config (``kuberl train CONFIG``: a bare
+backend_config, a ModelArts YAML or a full RLTrainingJob manifest, with dotted ``key=value``
+overrides) and resolves it with the operator's own function (``kuberl_api.plan.from_document``);
+``${oc.env:...}`` reads this machine's environment there. Either way the checks that depend on
+this image (``check_runtime``) run on the plan before anything starts.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kuberl_api.plan import RunPlan, build_run_plan
-from kuberl_api.plan.sft import SFTPlan, build_sft_plan, is_sft_plan_json
-from kuberl_api.validation import DocumentKind, SpecInvalid, load_documents, validate_document
-from kuberl_api.validation.documents import Document, set_dotted
-from kuberl_api.validation.problems import Problem, join_path
-from kuberl_api.yamlio import load_yaml
+from pydantic import ValidationError
+
+from kuberl_api.plan import RunPlan
+from kuberl_api.plan.from_document import load_plan_json, plan_job_file, plan_tree
+from kuberl_api.plan.sft import SFTPlan
+from kuberl_api.plan.version import PLAN_VERSION, PlanFileError
+from kuberl_api.validation.problems import Problem, SpecInvalid
 from kuberl_runtime.tracking.external import INSTALL_HINTS, missing_trackers
 
 
@@ -48,40 +50,38 @@ class RunConfig:
 
     @classmethod
     def from_json(cls, text: str) -> RunConfig:
-        return cls(SFTPlan.from_json(text) if is_sft_plan_json(text) else RunPlan.from_json(text))
+        """A plan's JSON; another release's plan is refused (``PlanFileError``)."""
+        return cls(load_plan_json(text))
 
 
-def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
-    """Validate the single job in `path` with `a.b.c=value` overrides on its backend_config.
-
-    `path` "-" reads the YAML from stdin (a launcher can pipe the config in, no file needed).
-    """
-    if str(path) == "-":
-        with tempfile.TemporaryDirectory() as tmp:
-            copy = Path(tmp) / "stdin.yaml"
-            copy.write_text(sys.stdin.read())
-            return load_run_config(copy, overrides)
-    documents = load_documents(path)
-    if len(documents) != 1:
-        raise SpecInvalid(
-            [Problem(str(path), f"holds {len(documents)} documents", "keep one job per file")]
-        )
-    doc = apply_overrides(documents[0], overrides)
-    result = validate_document(doc, allow_env=True)  # ${oc.env:...} reads this run's env
-    result.raise_for_errors()
-    if result.sft_config is not None:
-        run = RunConfig(build_sft_plan(result.sft_config, result.af_output_dir))
-    else:
-        assert result.backend_config is not None
-        run = RunConfig(build_run_plan(result.backend_config, result.af_output_dir))
-    check_trackers_installed(run, doc)
+def load_plan_file(path: str | Path) -> RunConfig:
+    """A plan file ("-": stdin) as is: its version checked, then the checks of this image."""
+    text = sys.stdin.read() if str(path) == "-" else Path(path).read_text()
+    try:
+        run = RunConfig.from_json(text)
+    except ValidationError as err:  # the right version, but not a plan of it (edited by hand?)
+        raise PlanFileError(
+            f"not a plan of plan_version {PLAN_VERSION}: {err.error_count()} field(s) do not "
+            f"match, first {err.errors()[0]['loc']}: {err.errors()[0]['msg']}; use the plan "
+            "the operator wrote, or run the job's config with `kuberl train CONFIG`"
+        ) from err
+    check_runtime(run)
     return run
 
 
-def check_trackers_installed(run: RunConfig, doc: Document) -> None:
-    """wandb / mlflow / swanlab in trainer.logger must be importable where the run trains."""
-    bare = doc.kind in (DocumentKind.BACKEND_CONFIG, DocumentKind.SFT)
-    where = join_path(doc.prefix, *([] if bare else ["backend_config"]), "trainer", "logger")
+def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    """The single job in `path` ("-": stdin) with `a.b.c=value` overrides, validated (refused
+    keys are errors) and planned; ``${oc.env:...}`` reads this run's environment."""
+    job = plan_job_file(path, overrides, allow_env=True)
+    run = RunConfig(job.plan)
+    check_runtime(run, job.config_path)
+    return run
+
+
+def check_runtime(run: RunConfig, config_path: str = "") -> None:
+    """What the plan asks of this image: wandb / mlflow / swanlab in trainer.logger must be
+    importable where the run trains. ``config_path``: where the config sits in its file."""
+    where = f"{config_path}.trainer.logger" if config_path else "trainer.logger"
     problems = [
         Problem(
             where,
@@ -97,25 +97,4 @@ def check_trackers_installed(run: RunConfig, doc: Document) -> None:
 
 def run_config_from_dict(backend_config: dict[str, Any]) -> RunConfig:
     """A bare backend_config tree (as code builds it: tests, benchmarks), validated and planned."""
-    doc = Document(DocumentKind.BACKEND_CONFIG, backend_config, "", "<dict>", {})
-    result = validate_document(doc)
-    result.raise_for_errors()
-    assert result.backend_config is not None
-    return RunConfig(build_run_plan(result.backend_config, result.af_output_dir))
-
-
-def apply_overrides(doc: Document, overrides: list[str] | tuple[str, ...]) -> Document:
-    """A copy of `doc` with each `dotted.key=value` (value parsed as YAML) set in backend_config."""
-    if not overrides:
-        return doc
-    body = json.loads(json.dumps(doc.body))
-    bare = doc.kind in (DocumentKind.BACKEND_CONFIG, DocumentKind.SFT)
-    target = body if bare else body.setdefault("backend_config", {})
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SpecInvalid(
-                [Problem(item, "override is not key=value", "write e.g. trainer.total_epochs=2")]
-            )
-        set_dotted(target, key.lstrip("+"), load_yaml(value))
-    return Document(doc.kind, body, doc.prefix, doc.source, doc.metadata)
+    return RunConfig(plan_tree(backend_config))

@@ -1,12 +1,13 @@
 """A stand-in for ``kuberl`` on the local Ray head's PATH, for lifecycle tests that need no model.
 
-``kuberl train FILE`` whose ``trainer.experiment_name`` starts with ``fake-`` behaves as named:
+``kuberl train --plan FILE`` (the operator's submission) whose plan's ``trainer.experiment_name``
+starts with ``fake-`` behaves as named:
 
 * ``fake-fail``: exits 1 with a traceback, before any step;
 * ``fake-config``: exits 2, as ``kuberl train`` does on an invalid config;
-* ``fake-steps-N-SECONDS``: N steps of SECONDS each, a checkpoint per step under
-  ``default_local_dir`` and progress through the real runtime reporter, resuming from the
-  newest checkpoint when ``resume_mode`` is auto.
+* ``fake-steps-N-SECONDS``: N steps of SECONDS each, a checkpoint per step in the plan's
+  checkpoint directory and progress through the real runtime reporter, resuming from the newest
+  checkpoint when ``resume_mode`` is auto.
 
 ``fault-POINT-STEP`` runs the real ``kuberl`` with ``KUBERL_FAULT_POINT=POINT`` and
 ``KUBERL_FAULT_STEP=STEP`` in its first attempt only. On a real cluster a job's ``env`` reaches
@@ -15,20 +16,19 @@ its pods' processes; here the Ray job runs on the local head, so this shim stand
 Anything else runs the real ``kuberl`` beside this interpreter.
 """
 
+import json
 import os
 import sys
 import time
 from pathlib import Path
 
-import yaml
-
 
 def main() -> int:
     real = Path(sys.executable).parent / "kuberl"
-    if len(sys.argv) < 3 or sys.argv[1] != "train":
+    if sys.argv[1:3] != ["train", "--plan"] or len(sys.argv) < 4:
         os.execv(real, [str(real), *sys.argv[1:]])
-    config = yaml.safe_load(Path(sys.argv[2]).read_text())
-    trainer = config["backend_config"]["trainer"]
+    plan = json.loads(Path(sys.argv[3]).read_text())
+    trainer = plan["trainer"]
     name = trainer["experiment_name"]
     if name.startswith("fault-") and os.environ.get("KUBERL_ATTEMPT") == "1":
         _, point, step = name.split("-")
@@ -43,7 +43,7 @@ def main() -> int:
         print("error: backend_config.data.train_files: no such file", flush=True)
         return 2
     _, _, steps, seconds = name.split("-")
-    return run_steps(Path(trainer["default_local_dir"]), trainer["resume_mode"], int(steps),
+    return run_steps(Path(plan["paths"]["checkpoint_dir"]), trainer["resume_mode"], int(steps),
                      float(seconds))  # fmt: skip
 
 

@@ -3,8 +3,9 @@
 from typing import Any
 
 import pytest
-import yaml
 
+from kuberl_api.plan import RunPlan
+from kuberl_api.plan.version import PLAN_VERSION
 from kuberl_api.validation import parse_document, validate_document
 from kuberl_operator.builders import (
     JobRef,
@@ -222,27 +223,27 @@ def test_runtime_rbac_allows_only_its_own_status():
 
 
 @pytest.mark.parametrize(("attempt", "resume_mode"), [(1, "disable"), (2, "auto"), (5, "auto")])
-def test_submission_carries_the_whole_effective_config(attempt, resume_mode):
+def test_submission_carries_the_resolved_plan(attempt, resume_mode):
     result = validated({"spec.backend_config.trainer": {"resume_mode": "disable"}})
     payload = build_submission(JOB, "/mnt/af/t", result.backend_config, attempt)
     assert payload["submission_id"] == f"grpo-{attempt}"
+    digest = payload["metadata"].pop("kuberl.io/source-digest")
     assert payload["metadata"] == {
         "kuberl.io/job": "grpo",
         "kuberl.io/namespace": "team-a",
         "kuberl.io/uid": "uid-123",
         "kuberl.io/attempt": str(attempt),
+        "kuberl.io/plan-version": str(PLAN_VERSION),
     }
     assert payload["entrypoint"].endswith(
-        f"exec kuberl train /mnt/af/t/.kuberl/grpo-{attempt}.yaml"
+        f"exec kuberl train --plan /mnt/af/t/.kuberl/grpo-{attempt}.plan.json"
     )
-    env = payload["runtime_env"]["env_vars"]
-    document = yaml.safe_load(env["KUBERL_CONFIG_YAML"])
-    trainer = document["backend_config"]["trainer"]
-    assert (trainer["nnodes"], trainer["n_gpus_per_node"], trainer["device"]) == (1, 4, "cuda")
-    assert trainer["default_local_dir"].startswith("/mnt/af/t/")
-    assert trainer["resume_mode"] == resume_mode
-    again = validate_document(parse_document(document))
-    assert again.ok, [p.render() for p in again.problems]
+    plan = RunPlan.from_json(payload["runtime_env"]["env_vars"]["KUBERL_PLAN_JSON"])
+    placement = plan.placement
+    assert (placement.nnodes, placement.n_gpus_per_node, placement.device) == (1, 4, "cuda")
+    assert plan.paths.checkpoint_dir.startswith("/mnt/af/t/")
+    assert plan.trainer.resume_mode == resume_mode
+    assert plan.source_digest == digest
 
 
 def test_accelerator_summary():

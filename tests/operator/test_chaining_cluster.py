@@ -139,11 +139,12 @@ def test_the_grpo_job_waited_for_the_sft_job_then_trained_from_its_export(chain,
     assert attempt["startTime"] >= sft["completionTime"]
     assert grpo["progress"]["globalStep"] == GRPO_STEPS
 
-    import yaml
+    from kuberl_api.plan import RunPlan
 
-    submitted = chain["grpo_af"] / ".kuberl" / "grpo-warm-1.yaml"
-    model = yaml.safe_load(submitted.read_text())["backend_config"]["actor_rollout_ref"]["model"]
-    assert model["path"] == str(chain["sft_af"] / "huggingface")
+    submitted = RunPlan.from_json(
+        (chain["grpo_af"] / ".kuberl" / "grpo-warm-1.plan.json").read_text()
+    )
+    assert submitted.model.path == str(chain["sft_af"] / "huggingface")
     # Trained from the SFT export, not from the random model: GRPO's two small steps leave its
     # weights far nearer the SFT export than the SFT job's six larger ones left the start.
     grpo_weights = read_weights(chain["grpo_af"] / "huggingface")

@@ -1,11 +1,12 @@
 """The level-triggered reconcile against in-memory Kubernetes and Ray: every lifecycle path."""
 
 import pytest
-import yaml
+
+from kuberl_api.plan import RunPlan
 
 
-def config_of(submission):
-    return yaml.safe_load(submission["runtime_env"]["env_vars"]["KUBERL_CONFIG_YAML"])
+def plan_of(submission):
+    return RunPlan.from_json(submission["runtime_env"]["env_vars"]["KUBERL_PLAN_JSON"])
 
 
 def test_invalid_spec_lists_every_problem_and_creates_nothing(harness):
@@ -52,7 +53,7 @@ def test_happy_path_provisions_submits_runs_and_cleans_up(harness):
     [submission] = harness.ray.submissions
     assert submission["submission_id"] == "grpo-1"
     assert submission["metadata"]["kuberl.io/attempt"] == "1"
-    assert config_of(submission)["backend_config"]["trainer"]["nnodes"] == 1
+    assert plan_of(submission).placement.nnodes == 1
 
     harness.ray.jobs["grpo-1"]["status"] = "RUNNING"
     harness.report_progress(3, checkpoint=2)
@@ -119,7 +120,7 @@ def test_failed_attempt_restarts_after_backoff_and_resumes(harness):
     harness.reconcile()
     second = harness.ray.submissions[1]
     assert second["submission_id"] == "grpo-2"
-    assert config_of(second)["backend_config"]["trainer"]["resume_mode"] == "auto"
+    assert plan_of(second).trainer.resume_mode == "auto"
 
 
 def test_backoff_doubles(harness):

@@ -1,18 +1,18 @@
 """An RLTrainingJob carrying verl's SFT config (spec.sft_config) through reconcile: validated,
-a RayCluster from its pools, its SFT config submitted to `kuberl train`, progress and
+a RayCluster from its pools, its SFT plan submitted to `kuberl train --plan`, progress and
 checkpoints in status, and a failed attempt resumed from the newest checkpoint."""
 
 from typing import Any
 
 import pytest
-import yaml
 
+from kuberl_api.plan.sft import SFTPlan
 from support.manifests import valid_sft_manifest, with_changes
 from tests.operator.conftest import Harness
 
 
-def config_of(submission: dict[str, Any]) -> dict[str, Any]:
-    return yaml.safe_load(submission["runtime_env"]["env_vars"]["KUBERL_CONFIG_YAML"])
+def plan_of(submission: dict[str, Any]) -> SFTPlan:
+    return SFTPlan.from_json(submission["runtime_env"]["env_vars"]["KUBERL_PLAN_JSON"])
 
 
 @pytest.fixture
@@ -29,11 +29,9 @@ def test_an_sft_job_is_validated_and_submitted_with_its_sft_config(sft):
     assert raycluster["metadata"]["name"] == "sft-a1"
     [submission] = sft.ray.submissions
     assert submission["submission_id"] == sid == "sft-1"
-    submitted = config_of(submission)
-    assert submitted["af_output_dir"] == "/mnt/af/t"
-    backend = submitted["backend_config"]
-    assert "actor_rollout_ref" not in backend and backend["model"]["path"] == "/models/m"
-    assert backend["trainer"]["default_local_dir"] == "/mnt/af/t/checkpoints"
+    submitted = plan_of(submission)  # an SFT plan: refused by SFTPlan.from_json otherwise
+    assert submitted.paths.output_dir == "/mnt/af/t" and submitted.model.path == "/models/m"
+    assert submitted.paths.checkpoint_dir == "/mnt/af/t/checkpoints"
     assert sft.status["phase"] == "Running"
 
 
@@ -50,7 +48,7 @@ def test_a_failed_sft_attempt_resumes_from_the_newest_checkpoint(sft):
     sft.reconcile()
     second = sft.ray.submissions[1]
     assert second["submission_id"] == "sft-2"
-    assert config_of(second)["backend_config"]["trainer"]["resume_mode"] == "auto"
+    assert plan_of(second).trainer.resume_mode == "auto"
 
 
 def test_an_sft_job_succeeds_with_its_progress(sft):

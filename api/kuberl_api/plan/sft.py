@@ -26,6 +26,7 @@ from kuberl_api.plan.sections import (
     PathsPlan,
     PlacementPlan,
 )
+from kuberl_api.plan.version import PLAN_VERSION, check_plan_version
 
 SFT_JOB_TYPE = "sft"
 DEFAULT_NCCL_TIMEOUT = 600
@@ -80,12 +81,17 @@ class SFTPlan(Frozen):
     trainer: SFTTrainerPlan
     source: dict[str, Any]
     """The effective SFT config, for the record (trackers, the checkpoint's config.json)."""
+    plan_version: int = PLAN_VERSION
+    """As ``RunPlan.plan_version``."""
+    source_digest: str = ""
+    """As ``RunPlan.source_digest``."""
 
     def to_json(self) -> str:
         return self.model_dump_json()
 
     @classmethod
     def from_json(cls, text: str) -> "SFTPlan":
+        check_plan_version(text)
         return cls.model_validate_json(text)
 
 
