@@ -15,7 +15,6 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kuberl_api.backend_config import BackendConfig
 from kuberl_api.backend_config.sft import SFTConfig
@@ -96,7 +95,7 @@ def plan_job_file(
     return plan_document(apply_overrides(documents[0], overrides), allow_env=allow_env)
 
 
-def plan_tree(backend_config: dict[str, Any]) -> RunPlan:
+def plan_tree(backend_config: dict[str, object]) -> RunPlan:
     """A bare backend_config tree (as code builds it: tests, benchmarks), validated and planned."""
     doc = Document(DocumentKind.BACKEND_CONFIG, backend_config, "", "<dict>", {})
     plan = plan_document(doc).plan

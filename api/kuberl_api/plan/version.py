@@ -15,7 +15,7 @@ though attempts from the second on resume (``resume_mode: auto``).
 
 import hashlib
 import json
-from typing import Any
+from collections.abc import Mapping
 
 PLAN_VERSION = 1
 RELEASE_FIX = "use the operator and runtime image of one kuberl release"
@@ -49,8 +49,8 @@ def check_plan_version(text: str) -> None:
         )
 
 
-def document_digest(config: dict[str, Any], af_output_dir: str | None) -> str:
+def document_digest(config: Mapping[str, object], af_output_dir: str | None) -> str:
     """``sha256:<hex>`` of the validated document's canonical JSON."""
-    document = {"af_output_dir": af_output_dir or None, "backend_config": config}
+    document = {"af_output_dir": af_output_dir or None, "backend_config": dict(config)}
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
