@@ -16,7 +16,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,11 +24,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from freeport import free_port
 
 
 @dataclass

@@ -18,13 +18,13 @@ import json
 import logging
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from freeport import free_port
 from testcluster.binaries import cache_root, read_versions
 from testcluster.processes import is_running, start_process, stop_process
 from testcluster.state import ProcessRecord
@@ -98,7 +98,7 @@ def start_real_node(
         work=str(work),
         socket=str(work / "containerd" / "containerd.sock"),
         cgroup_root=f"/kuberl-realpod-{digest}",
-        kubelet_port=_free_port(),
+        kubelet_port=free_port(),
         address=f"10.254.{int(digest[4:6], 16)}.{int(digest[6:8], 16) % 254 + 1}",
         dns_address=f"127.53.{int(digest[:2], 16)}.{int(digest[2:4], 16) % 254 + 1}",
     )
@@ -218,12 +218,6 @@ def _save(state_dir: Path, node: RealNode) -> None:
     tmp.replace(path)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _wait(what: str, check, process: ProcessRecord, timeout: float) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not check():
@@ -239,7 +233,7 @@ def _write_configs(work: Path, node: RealNode) -> None:
     (work / "containerd.toml").write_text(config.containerd_config(work, Path(node.store)))
     (work / "cni" / "net.d").mkdir(parents=True, exist_ok=True)
     (work / "cni" / "net.d" / "10-loopback.conflist").write_text(config.cni_conflist())
-    healthz = _free_port()
+    healthz = free_port()
     (work / "kubelet.yaml").write_text(
         config.kubelet_config(
             work, node.cgroup_root, node.address, node.kubelet_port, healthz, node.dns_address

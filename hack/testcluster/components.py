@@ -6,10 +6,10 @@ interfaces (kube-* bind 0.0.0.0, ray-operator's metrics and probes use ":port").
 
 from __future__ import annotations
 
-import socket
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+
+from freeport import free_ports
 
 from testcluster.binaries import Binaries
 from testcluster.pki import Pki
@@ -37,14 +37,9 @@ class Ports:
 
 
 def pick_free_ports() -> Ports:
-    """Ask the kernel for distinct free loopback ports (held open together so none repeats)."""
+    """Distinct free loopback ports, claimed against every other picker (hack/freeport.py)."""
     names = list(Ports.__dataclass_fields__)
-    with ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in names]
-        for sock in sockets:
-            sock.bind((LOOPBACK, 0))
-        ports = [sock.getsockname()[1] for sock in sockets]
-    return Ports(**dict(zip(names, ports, strict=True)))
+    return Ports(**dict(zip(names, free_ports(len(names)), strict=True)))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import uuid
@@ -23,6 +22,7 @@ import pytest
 
 # The cluster tier's kubectl fixture, shared rather than rewritten.
 from cluster.conftest import kubectl  # noqa: F401
+from freeport import free_port
 
 from support.crds import names_in, wait_established
 from support.helm import CHART_DIR, chart_operator_kubeconfig, job_manifest
@@ -30,12 +30,6 @@ from support.helm import CHART_DIR, chart_operator_kubeconfig, job_manifest
 pytestmark = pytest.mark.cluster
 
 Kubectl = Callable[..., str]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

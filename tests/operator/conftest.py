@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from freeport import free_port
 
 from kuberl_operator.config import OperatorConfig
 from kuberl_operator.metrics import Metrics
@@ -236,12 +236,6 @@ def harness(manifest: dict[str, Any], config: OperatorConfig) -> Harness:
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_FILE = REPO / "crds" / "rltrainingjobs.kuberl.io.yaml"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_for(what: str, predicate: Any, timeout: float = 60, interval: float = 0.5) -> Any:

@@ -8,7 +8,6 @@ import contextlib
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -16,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from freeport import free_port
 from realnode.jobs import on_real_node
 
 from support.e2e_jobs import DIGIT_REWARD, REPO, demo_job
@@ -56,12 +56,6 @@ def stage_inputs(inputs: Path, model: Path) -> None:
     shutil.copy(GATED_REWARD, inputs / GATED_REWARD.name)
     for path in (inputs, *inputs.rglob("*")):
         path.chmod(0o755 if path.is_dir() else 0o644)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,8 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from freeport import free_port
 
 
 class FakeDashboard:
@@ -94,12 +95,6 @@ class FakeDashboard:
         return 404, {"error": f"no route {method} {path}"}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextlib.contextmanager
 def operator_on(
     kubeconfig: str, namespace: str, dashboard: FakeDashboard, log_path: Path, *extra: str
@@ -110,8 +105,8 @@ def operator_on(
         sys.executable, "-m", "kuberl_operator", "-n", namespace,
         "--poll-interval", "1", "--backoff-base", "1", "--backoff-max", "4",
         "--dashboard-url-override", dashboard.url, "--metrics-host", "127.0.0.1",
-        "--metrics-port", str(_free_port()),
-        "--liveness", f"http://127.0.0.1:{_free_port()}/healthz", *extra,
+        "--metrics-port", str(free_port()),
+        "--liveness", f"http://127.0.0.1:{free_port()}/healthz", *extra,
     ]  # fmt: skip
     with open(log_path, "w") as log:
         process = subprocess.Popen(

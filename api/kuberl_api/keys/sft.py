@@ -18,6 +18,8 @@ from kuberl_api.keys.trainer import LOGGERS
 from kuberl_api.keys.where import PLAN_COMMON
 
 SFT_PLAN = "api/kuberl_api/plan/sft.py"
+SFT_COMPONENTS = "runtime/kuberl_runtime/sft/components.py"
+"""Builds the (dp, sp) mesh and the Ulysses attention from the plan's placement."""
 
 # SFT node -> the RL node it is (same model class, same meaning)
 SHARED_NODES = {
@@ -35,6 +37,8 @@ _SHARED_HONOURED = {
 }
 _SHARED_EXCEPTIONS = [
     honoured("model.use_remove_padding", SFT_PLAN),
+    # The RL tree's fsdp_config copy mirrors the actor's key; in SFT it is the key itself.
+    honoured("engine.ulysses_sequence_parallel_size", SFT_COMPONENTS),
     no_effect("engine.grad_offload", "deprecated in verl; FSDP2 offloads grads with params"),
     honoured("optim.clip_grad", SFT_PLAN),
 ]

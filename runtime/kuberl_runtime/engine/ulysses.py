@@ -22,14 +22,19 @@ replica's gradient that must add up.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, AttentionInterface
+
+logger = logging.getLogger(__name__)
 
 ULYSSES_ATTENTION = "kuberl_ulysses"
 DENSE_KERNELS = ("sdpa", "eager")  # kernels that see a packed row as one sequence
@@ -56,6 +61,14 @@ def build_ulysses_group(sp_size: int, device_type: str) -> UlyssesGroup:
     from torch.distributed.device_mesh import init_device_mesh
 
     mesh = init_device_mesh(device_type, (world // sp_size, sp_size), mesh_dim_names=("dp", "sp"))
+    if dist.get_rank() == 0:
+        logger.info(
+            "Ulysses sequence parallelism: %d ranks = dp %d x sp %d (each sequence split %d ways)",
+            world,
+            world // sp_size,
+            sp_size,
+            sp_size,
+        )
     return UlyssesGroup(
         group=mesh["sp"].get_group(), size=sp_size, rank=mesh["sp"].get_local_rank()
     )
@@ -69,6 +82,23 @@ def check_heads(num_attention_heads: int, num_key_value_heads: int, sp_size: int
     if num_key_value_heads % sp_size and sp_size % num_key_value_heads:
         return f"num_key_value_heads={num_key_value_heads} neither divides nor is divisible by it"
     return None
+
+
+def ulysses_model(
+    sp: UlyssesGroup, key: str, build: Callable[..., nn.Module], *args: Any
+) -> nn.Module:
+    """`build(*args)`, running the Ulysses attention when sp > 1. Heads `sp` cannot split are an
+    error naming `key`, the config key that set the degree, its value and the fix."""
+    model = build(*args)
+    if sp.size > 1:
+        config = model.config
+        why = check_heads(config.num_attention_heads, config.num_key_value_heads, sp.size)
+        if why:
+            raise ValueError(
+                f"{key}={sp.size}: {why}; use a divisor of the model's attention heads"
+            )
+        use_ulysses_attention(model)
+    return model
 
 
 def use_ulysses_attention(model: nn.Module) -> None:

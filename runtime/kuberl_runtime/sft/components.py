@@ -19,8 +19,11 @@ from kuberl_runtime.engine.fsdp import torch_dtype
 from kuberl_runtime.engine.init import build_sharded
 from kuberl_runtime.engine.model_builder import ModelSpec, build_causal_lm, build_causal_lm_empty
 from kuberl_runtime.engine.optim import build_lr_scheduler, build_optimizer
+from kuberl_runtime.engine.ulysses import UlyssesGroup, build_ulysses_group, ulysses_model
 from kuberl_runtime.sft.data import RenderOptions, SFTExample, load_sft_examples
 from kuberl_runtime.trainer.components import actor_model_spec
+
+SP_KEY = "engine.ulysses_sequence_parallel_size"
 
 
 @dataclass
@@ -38,6 +41,8 @@ class SFTComponents:
     optimizer: torch.optim.Optimizer
     lr_scheduler: Any
     total_training_steps: int
+    sp: UlyssesGroup
+    """This rank's Ulysses sequence-parallel group (size 1: none), as in the RL trainer."""
 
     @property
     def plan(self) -> SFTPlan:
@@ -73,7 +78,8 @@ def build_sft_components(run: RunConfig, device: Device, ranks: RankInfo) -> SFT
         actor_model_spec(plan),
         native_varlen=plan.use_remove_padding and device.has_native_varlen,
     )
-    model = _build_model(plan, spec, device, ranks)
+    sp = build_ulysses_group(plan.placement.sp_size, device.type)
+    model = _build_model(plan, spec, device, ranks, sp)
     optimizer = build_optimizer(model, plan.optim)  # type: ignore[arg-type]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     return SFTComponents(
@@ -90,11 +96,15 @@ def build_sft_components(run: RunConfig, device: Device, ranks: RankInfo) -> SFT
         optimizer=optimizer,
         lr_scheduler=build_lr_scheduler(optimizer, plan.optim, total),  # type: ignore[arg-type]
         total_training_steps=total,
+        sp=sp,
     )
 
 
-def _build_model(plan: SFTPlan, spec: ModelSpec, device: Device, ranks: RankInfo) -> nn.Module:
-    """Sharded like the actor: meta build everywhere, rank 0 reads the weights (engine/init.py)."""
+def _build_model(
+    plan: SFTPlan, spec: ModelSpec, device: Device, ranks: RankInfo, sp: UlyssesGroup
+) -> nn.Module:
+    """Sharded like the actor: meta build everywhere, rank 0 reads the weights (engine/init.py);
+    with the Ulysses attention when `engine.ulysses_sequence_parallel_size` > 1."""
     dtype = torch_dtype(plan.fsdp_config.model_dtype)
 
     def full() -> nn.Module:
@@ -103,8 +113,8 @@ def _build_model(plan: SFTPlan, spec: ModelSpec, device: Device, ranks: RankInfo
             return build_causal_lm(spec, dtype)
 
     return build_sharded(
-        partial(build_causal_lm_empty, spec, dtype),
-        full,
+        partial(ulysses_model, sp, SP_KEY, build_causal_lm_empty, spec, dtype),
+        partial(ulysses_model, sp, SP_KEY, full),
         plan.fsdp_config,  # type: ignore[arg-type]
         device,
         device.torch_device(ranks.local_rank),

@@ -1,11 +1,14 @@
 """`SFTTrainer.fit`: supervised fine-tuning on the RL engine (FSDP2 model, optimizer, packing).
 
 One step = one global batch of `data.train_batch_size` conversations, split evenly over the
-ranks, cut into micro-batches (`micro_batch_size_per_gpu`, or a token budget with
+data-parallel ranks, cut into micro-batches (`micro_batch_size_per_gpu`, or a token budget with
 `use_dynamic_bsz`). The loss is verl 0.9.1's `sft_loss`: the negative log-likelihood summed
 over every trained (assistant) token of the global batch, divided by their number; gradients
 accumulate over micro-batches and FSDP averages them over ranks, so one optimizer step sees
-the global token mean whatever the split. Checkpoints, resume, export, metrics and progress
+the global token mean whatever the split. With Ulysses sequence parallelism
+(`engine.ulysses_sequence_parallel_size`, engine/ulysses.py) the ranks of an SP group take
+their data-parallel rank's rows, each runs its slice of every sequence, and the log-probs are
+gathered back whole, as in the RL trainer. Checkpoints, resume, export, metrics and progress
 follow the RL trainer (`trainer/loop.py`) and share its code.
 """
 
@@ -54,7 +57,10 @@ class SFTTrainer:
         )
         data = self.plan.data
         self.batching = MicroBatching(
-            data.micro_batch_size_per_gpu, data.use_dynamic_bsz, data.max_token_len_per_gpu
+            data.micro_batch_size_per_gpu,
+            data.use_dynamic_bsz,
+            data.max_token_len_per_gpu,
+            components.sp.size,
         )
 
     def fit(self) -> None:
@@ -106,46 +112,55 @@ class SFTTrainer:
         }
 
     def _local_batch(self, indices: list[int]) -> Batch:
-        ranks = self.c.ranks
-        mine = rank_share(indices, ranks.rank, ranks.world_size)
-        return collate([self.c.train_data[i] for i in mine], self.c.pad_id)
+        return collate([self.c.train_data[i] for i in self._share(indices)], self.c.pad_id)
+
+    def _share(self, indices: list[int]) -> list[int]:
+        """This rank's data-parallel rank's share (the ranks of an SP group hold the same rows)."""
+        placement = self.plan.placement
+        return rank_share(indices, self.c.ranks.rank // placement.sp_size, placement.dp_size)
+
+    def _group_sum(self, value: torch.Tensor) -> float:
+        """`value` summed over the data-parallel ranks (each SP group counted once)."""
+        return _all_sum(value, model_device(self.c.model)) / self.c.sp.size
 
     def _update(self, batch: Batch) -> tuple[float, float]:
         """Backward over the micro-batches; returns (global token-mean loss, trained tokens)."""
-        model, world = self.c.model, self.c.ranks.world_size
-        device = model_device(model)
-        tokens = _all_sum(batch["response_mask"].sum().double(), device)
+        model, dp = self.c.model, self.plan.placement.dp_size
+        tokens = self._group_sum(batch["response_mask"].sum().double())
         denominator = max(tokens, 1.0)
         model.train()
         local_sum = 0.0
         for rows in self.batching.split(batch):
             nll = self._nll(batch.select(rows))
-            # FSDP averages gradients over ranks: scale back up to the global token mean's.
-            (nll * world / denominator).backward()
+            # FSDP averages gradients over all dp x sp ranks, and the ranks of an SP group add up
+            # to sp times their replica's gradient (engine/ulysses.py): scale by dp to get the
+            # global token mean's.
+            (nll * dp / denominator).backward()
             local_sum += float(nll.detach())
-        return _all_sum(torch.tensor(local_sum, dtype=torch.float64), device) / denominator, tokens
+        return self._group_sum(torch.tensor(local_sum, dtype=torch.float64)) / denominator, tokens
 
     def _nll(self, micro: Batch) -> torch.Tensor:
         micro = micro.to(model_device(self.c.model))
         out = forward_responses(
-            self.c.model, micro.tensors, use_remove_padding=self.plan.use_remove_padding
+            self.c.model,
+            micro.tensors,
+            use_remove_padding=self.plan.use_remove_padding,
+            sp=self.c.sp,
         )
         assert out.log_probs is not None
         return -(out.log_probs * micro["response_mask"]).sum()
 
     def validation_loss(self) -> float:
         """Token-mean NLL over the validation conversations (each rank its even share)."""
-        ranks = self.c.ranks
-        mine = rank_share(list(range(len(self.c.val_data))), ranks.rank, ranks.world_size)
+        mine = self._share(list(range(len(self.c.val_data))))
         batch = collate([self.c.val_data[i] for i in mine], self.c.pad_id)
         self.c.model.eval()
         local_sum = 0.0
         with torch.no_grad():
             for rows in self.batching.split(batch):
                 local_sum += float(self._nll(batch.select(rows)))
-        device = model_device(self.c.model)
-        tokens = _all_sum(batch["response_mask"].sum().double(), device)
-        return _all_sum(torch.tensor(local_sum, dtype=torch.float64), device) / max(tokens, 1.0)
+        tokens = self._group_sum(batch["response_mask"].sum().double())
+        return self._group_sum(torch.tensor(local_sum, dtype=torch.float64)) / max(tokens, 1.0)
 
     def _due(self, freq: int, step: int) -> bool:
         return freq > 0 and (step % freq == 0 or step == self.c.total_training_steps)

@@ -35,8 +35,7 @@ from kuberl_runtime.engine.mrope import MRopeSpec
 from kuberl_runtime.engine.ulysses import (
     UlyssesGroup,
     build_ulysses_group,
-    check_heads,
-    use_ulysses_attention,
+    ulysses_model,
 )
 from kuberl_runtime.reward_model import RewardInputs, RewardModelScorer
 from kuberl_runtime.rewards import RewardManager, reward_manager_for
@@ -44,6 +43,8 @@ from kuberl_runtime.rollout.hf import HFRollout
 from kuberl_runtime.rollout.vllm import VLLMRollout, build_vllm_rollout, vllm_available
 
 logger = logging.getLogger(__name__)
+
+ACTOR_SP_KEY = "actor_rollout_ref.actor.ulysses_sequence_parallel_size"
 
 
 @dataclass
@@ -113,14 +114,6 @@ def build_components(run: RunConfig, device: Device, ranks: RankInfo) -> Compone
     trainer = plan.trainer
     total = trainer.total_training_steps or sampler.steps_per_epoch * trainer.total_epochs
     sp = build_ulysses_group(plan.placement.sp_size, device.type)
-    if sp.size > 1 and ranks.is_main:
-        logger.info(
-            "Ulysses sequence parallelism: %d ranks = dp %d x sp %d (each sequence split %d ways)",
-            ranks.world_size,
-            plan.placement.dp_size,
-            sp.size,
-            sp.size,
-        )
     return Components(
         run=run,
         device=device,
@@ -204,17 +197,7 @@ def _seeded_build(seed: int, build: Any, *args: Any) -> nn.Module:
 
 def with_sp(sp: UlyssesGroup, build: Any, *args: Any) -> nn.Module:
     """`build(*args)`, running the Ulysses attention when sp > 1 (engine/ulysses.py)."""
-    model = build(*args)
-    if sp.size > 1:
-        config = model.config
-        why = check_heads(config.num_attention_heads, config.num_key_value_heads, sp.size)
-        if why:
-            raise ValueError(
-                f"actor_rollout_ref.actor.ulysses_sequence_parallel_size={sp.size}: {why}; "
-                "use a divisor of the model's attention heads"
-            )
-        use_ulysses_attention(model)
-    return model
+    return ulysses_model(sp, ACTOR_SP_KEY, build, *args)
 
 
 def _build_actor(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -19,18 +18,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from freeport import free_port
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.runtime.trainer.conftest import base_config
 
 pytestmark = pytest.mark.runtime
 REPO = Path(__file__).resolve().parents[3]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scrape(port: int) -> dict[str, float]:

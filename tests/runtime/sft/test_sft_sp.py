@@ -1,0 +1,68 @@
+"""SFT with Ulysses sequence parallelism (`engine.ulysses_sequence_parallel_size`): two ranks as
+one SP group (dp 1, sp 2) train exactly like two data-parallel ranks (dp 2, sp 1), through
+`kuberl train`, with the validation loss on the way (the runtime logs the dp x sp layout)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from tests.runtime.sft.conftest import sft_config
+from tests.runtime.trainer.conftest import (
+    deterministic,
+    read_metrics,
+    read_weights,
+    run_train,
+    set_key,
+)
+
+pytestmark = pytest.mark.runtime
+
+
+def test_sp_two_ranks_train_like_dp_two_ranks(sft_model_dir, sft_data_dir, tmp_path):
+    outputs = {}
+    for sp in (1, 2):
+        out = tmp_path / f"sp{sp}"
+        config = sft_config(
+            sft_model_dir,
+            sft_data_dir,
+            out,
+            n_gpus_per_node=2,
+            total_training_steps=3,
+            test_freq=3,
+        )
+        set_key(config, "engine.ulysses_sequence_parallel_size", sp)
+        result = run_train(config, tmp_path)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert ("dp 1 x sp 2" in result.stderr) == (sp == 2), result.stderr[-3000:]
+        outputs[sp] = out
+    dp, sp = read_metrics(outputs[1]), read_metrics(outputs[2])
+    assert sorted(dp) == sorted(sp) == [1, 2, 3]
+    assert "val/loss" in dp[3] and "val/loss" in sp[3]
+    for step in dp:
+        a, b = deterministic(dp[step]), deterministic(sp[step])
+        assert a.keys() == b.keys()
+        for key in a:
+            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (step, key)
+    w1, w2 = read_weights(outputs[1] / "huggingface"), read_weights(outputs[2] / "huggingface")
+    assert w1.keys() == w2.keys()
+    for name in w1:
+        torch.testing.assert_close(w2[name], w1[name], atol=1e-5, rtol=1e-4)
+
+
+def test_heads_sp_cannot_split_are_refused_naming_the_sft_key():
+    from transformers import Qwen2Config
+
+    from kuberl_runtime.engine.ulysses import UlyssesGroup
+    from kuberl_runtime.sft.components import SP_KEY
+    from kuberl_runtime.sft.components import ulysses_model as used_by_sft
+
+    config = Qwen2Config(hidden_size=48, num_attention_heads=6, num_key_value_heads=2)
+    with pytest.raises(ValueError) as err:
+        used_by_sft(UlyssesGroup(None, 4, 0), SP_KEY, lambda: SimpleNamespace(config=config))
+    assert str(err.value) == (
+        "engine.ulysses_sequence_parallel_size=4: num_attention_heads=6 is not divisible by "
+        "it; use a divisor of the model's attention heads"
+    )
