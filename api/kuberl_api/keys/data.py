@@ -27,7 +27,10 @@ KEYS = [
         "data.return_raw_input_ids",
         "a reward model with another tokenizer is not supported yet; remove it",
     ),
-    no_effect("data.return_raw_chat", "no kuberl component consumes the raw chat"),
+    # The dataset keeps the chat messages (raw_prompt) only when set; a reward model with its
+    # own tokenizer re-renders them with its template, else scores the decoded prompt
+    # (reward_model.py; tests/runtime/test_return_raw_chat.py).
+    honoured("data.return_raw_chat", DATASET),
     no_effect("data.return_full_prompt", "no kuberl component consumes the full prompt"),
     honoured("data.shuffle", COMPONENTS),
     refused("data.validation_shuffle", "kuberl validates in file order; remove it"),
