@@ -62,7 +62,7 @@ realnode-deps:
 
 test: setup cluster-bin realnode-deps
 	$(MAKE) --no-print-directory lint
-	$(PY) -m pytest --ignore=tests/gpu --durations=25 $(PYTEST_ARGS)
+	bash hack/pytest-lanes.sh $(PY) --ignore=tests/gpu --durations=25 $(PYTEST_ARGS)
 
 # On a CUDA machine only (CI has none): the checks of tests/gpu; bench/gpu_session.sh runs them
 # with the GPU benchmarks on a lent machine.

@@ -30,6 +30,18 @@ def pytest_configure(config: pytest.Config) -> None:
         sys.path.insert(0, str(HACK_DIR))
 
 
+CONTROL_PLANE_TIERS = ("cluster", "e2e", "realpods")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # make test runs the control-plane tiers in a lane of their own (hack/pytest-lanes.sh): a test
+    # that starts the local cluster belongs there whether or not its module says so.
+    for item in items:
+        uses_cluster = "local_cluster" in getattr(item, "fixturenames", ())
+        if uses_cluster and not any(item.get_closest_marker(t) for t in CONTROL_PLANE_TIERS):
+            item.add_marker(pytest.mark.cluster)
+
+
 RANK_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# make test's pytest run as two lanes side by side, so the control plane's waiting overlaps the
+# CPU work instead of adding to it:
+#   control plane: the tiers on the local cluster (cluster, e2e, realpods; a test that starts the
+#                  cluster is marked so by tests/conftest.py), one cluster, in order; they mostly
+#                  wait on the apiserver, the operator's polls, kwok and pods;
+#   cpu:           everything else (unit tests, CPU training runs, dry runs).
+# The lanes share nothing: own basetemp, own cluster or none, and every server port comes from
+# hack/freeport.py, which never hands one port to two pickers. The cpu lane's output is printed
+# after the control plane's; the run fails if either lane failed, or if neither ran a test.
+# usage: hack/pytest-lanes.sh PYTHON [pytest args...]
+set -uo pipefail
+
+py=$1
+shift
+tiers="cluster or e2e or realpods"
+work=$(mktemp -d -t kuberl-pytest.XXXXXX)
+cpu_log="${work}/cpu.log"
+
+start=${SECONDS}
+set -m # the cpu lane in a process group of its own, so an interrupted run stops all of it
+(
+  "${py}" -m pytest -m "not (${tiers})" --basetemp="${work}/cpu" "$@" >"${cpu_log}" 2>&1
+  rc=$?
+  echo $((SECONDS - start)) >"${work}/cpu.seconds"
+  exit "${rc}"
+) &
+cpu_pid=$!
+set +m
+trap 'kill -- -"${cpu_pid}" 2>/dev/null' EXIT INT TERM
+
+echo "==> lane 1, control-plane tiers (${tiers}); lane 2 (the rest) runs beside it: ${cpu_log}"
+"${py}" -m pytest -m "${tiers}" --basetemp="${work}/cluster" "$@"
+cluster_rc=$?
+cluster_s=$((SECONDS - start))
+wait "${cpu_pid}"
+cpu_rc=$?
+cpu_s=$(cat "${work}/cpu.seconds" 2>/dev/null || echo "?")
+trap - EXIT INT TERM
+
+echo
+echo "==> lane 2: unit, runtime and dry-run tests (ran beside lane 1)"
+cat "${cpu_log}"
+echo
+echo "==> lane 1 (control plane): exit ${cluster_rc} after ${cluster_s} s;" \
+  "lane 2 (cpu): exit ${cpu_rc} after ${cpu_s} s"
+# 5 = nothing collected: fine for a lane PYTEST_ARGS left empty, never for both.
+if [ "${cluster_rc}" -eq 5 ] && [ "${cpu_rc}" -eq 5 ]; then
+  exit 5
+fi
+for rc in "${cluster_rc}" "${cpu_rc}"; do
+  if [ "${rc}" -ne 0 ] && [ "${rc}" -ne 5 ]; then
+    exit "${rc}"
+  fi
+done
+rm -rf "${work}"
+exit 0
