@@ -31,10 +31,12 @@ from kuberl_runtime.engine.shared_prefix import (
 from kuberl_runtime.engine.ulysses import (
     UlyssesGroup,
     gather_sequence,
+    is_vision_language,
     local_span,
     pad_sequence,
     padded_length,
 )
+from kuberl_runtime.engine.ulysses_vision import whole_sequence_inputs
 
 # Rows of the [tokens, vocab] logits turned to fp32 at a time: 512 × 152k × 4 B ≈ 0.3 GB (log-probs
 # and entropy alike; entropy's own default, 2048 rows, holds ~5 GB of fp32 temporaries at 152k).
@@ -107,15 +109,15 @@ def forward_responses(
     """Run `model` on (rows, P+L) `input_ids` and return (rows, L) outputs for the responses.
 
     `sp`: this rank's Ulysses group (engine/ulysses.py); with more than one rank in it, the model
-    runs on this rank's slice of every sequence and the outputs are gathered back.
+    runs on this rank's slice of every sequence and the outputs are gathered back (a
+    vision-language model: sliced after its image merge, engine/ulysses_vision.py).
     `multi_modal`: the rows' image inputs (`pixel_values`, `image_grid_thw`), with the batch's
     `mrope_position_ids`."""
-    if sp is not None and sp.size > 1:
-        assert not multi_modal, "image prompts under Ulysses SP are refused at build"
-        return _forward_sequence_parallel(
-            model, batch, sp, temperature, calculate_entropy, use_remove_padding, value_head
-        )
     extra = dict(multi_modal or {})
+    if sp is not None and sp.size > 1:
+        return _forward_sequence_parallel(
+            model, batch, sp, temperature, calculate_entropy, use_remove_padding, value_head, extra
+        )
     if use_remove_padding:
         return _forward_packed(model, batch, temperature, calculate_entropy, value_head, extra)
     return _forward_padded(model, batch, temperature, calculate_entropy, value_head, extra)
@@ -212,7 +214,7 @@ def _forward_packed(
 
 
 def _forward_sequence_parallel(
-    model, batch, sp, temperature, calculate_entropy, use_remove_padding, value_head
+    model, batch, sp, temperature, calculate_entropy, use_remove_padding, value_head, extra
 ) -> ForwardOutput:
     """Packed (one row of valid tokens) or padded rows, each rank running on its 1/sp slice."""
     responses, response_mask = batch["responses"], batch["response_mask"].bool()
@@ -231,12 +233,14 @@ def _forward_sequence_parallel(
     total = padded_length(ids.shape[1], sp)
     span = local_span(total, sp)
     # Padding tokens: position 0 each (packed: each its own sequence), masked out (padded).
-    inputs = {
-        "input_ids": pad_sequence(ids, total)[:, span],
-        "position_ids": pad_sequence(positions, total)[:, span],
-        "use_cache": False,
-        "ulysses_group": sp,
-    }
+    if is_vision_language(model):
+        inputs = whole_sequence_inputs(batch, ids, positions, total, use_remove_padding, extra)
+    else:
+        inputs = {
+            "input_ids": pad_sequence(ids, total)[:, span],
+            "position_ids": pad_sequence(positions, total)[:, span],
+        }
+    inputs.update(use_cache=False, ulysses_group=sp)
     if key_mask is not None:
         inputs["ulysses_key_mask"] = pad_sequence(key_mask, total)[:, span]
     if value_head:

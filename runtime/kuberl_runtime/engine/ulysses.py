@@ -13,6 +13,10 @@ varlen), given the gathered position ids, as verl runs flash-attn varlen after i
 otherwise (SDPA or eager: CPU runs, padded rows) SDPA with a mask built from the gathered
 position ids (packed) or the gathered attention mask (padded).
 Everything outside attention is per-token, so the rest of the model runs on the slice as it is.
+A vision-language model (Qwen2.5-VL) is split after its image merge instead: every rank of an SP
+group runs the vision encoder on all the rows' images and embeds the whole sequences, and its
+language model runs on this rank's slice of the merged embeddings (`split_after_image_merge`,
+a forward pre-hook: the model's own code is unchanged).
 
 Per-token outputs (log-probs, entropy, values) are gathered back to whole sequences with
 `gather_sequence`, whose backward keeps the rank's own slice of the gradient times sp: FSDP
@@ -91,7 +95,7 @@ def ulysses_model(
     error naming `key`, the config key that set the degree, its value and the fix."""
     model = build(*args)
     if sp.size > 1:
-        config = model.config
+        config = getattr(model.config, "text_config", model.config)  # VL: the language model's
         why = check_heads(config.num_attention_heads, config.num_key_value_heads, sp.size)
         if why:
             raise ValueError(
@@ -105,14 +109,52 @@ def use_ulysses_attention(model: nn.Module) -> None:
     """Register the Ulysses attention function and make `model` (all its sub-models) use it.
 
     A model built with a varlen kernel keeps it for its packed rows, under a name of its own
-    (no "flash" in it: transformers would take the name for a flash-attn request)."""
-    inner = model.config._attn_implementation
+    (no "flash" in it: transformers would take the name for a flash-attn request).
+    A vision-language model: only its language model runs the Ulysses attention (the vision
+    encoder keeps its kernel and runs whole images), and it is split after the image merge
+    (`split_after_image_merge`)."""
+    inner = model.config.get_text_config()._attn_implementation
     if inner in DENSE_KERNELS:
         name, packed_kernel = ULYSSES_ATTENTION, None
     else:
         name, packed_kernel = f"{ULYSSES_ATTENTION}_over_{inner.replace('flash', 'fa')}", inner
     AttentionInterface.register(name, partial(ulysses_attention, packed_kernel=packed_kernel))
-    model.set_attn_implementation(name)
+    if not is_vision_language(model):
+        model.set_attn_implementation(name)
+        return
+    model.set_attn_implementation({"": name, "text_config": name})
+    model.get_decoder().register_forward_pre_hook(split_after_image_merge, with_kwargs=True)
+
+
+# ---- vision-language models ---------------------------------------------------------------------
+
+WHOLE_SEQUENCE = "ulysses_whole_sequence"
+"""Forward keyword: the inputs are whole (padded) sequences, split after the image merge."""
+
+
+def is_vision_language(model: nn.Module) -> bool:
+    """A model with a vision encoder feeding a language model (Qwen2.5-VL)."""
+    return "vision_config" in model.config.sub_configs
+
+
+def split_after_image_merge(
+    module: nn.Module, args: tuple, kwargs: dict[str, object]
+) -> tuple[tuple, dict[str, object]] | None:
+    """Forward pre-hook of a VL model's language model (registered by `use_ulysses_attention`).
+
+    Called with `ulysses_whole_sequence=True`, the VL model has embedded the whole (padded)
+    sequences and merged every image's features in at its image tokens, and the vision encoder
+    has run on whole images; this rank's language model then runs on its slice of the merged
+    embeddings and of the positions (mrope: (3 or 4, rows, S)), as a text model runs on its
+    slice of the ids. The embeddings' gradient is this rank's slice only: the vision encoder's
+    gradients add up over the SP group like every other weight's (module doc)."""
+    if not kwargs.pop(WHOLE_SEQUENCE, False):
+        return None
+    embeds = kwargs["inputs_embeds"]
+    span = local_span(embeds.shape[1], kwargs["ulysses_group"])
+    kwargs["inputs_embeds"] = embeds[:, span]
+    kwargs["position_ids"] = kwargs["position_ids"][..., span]
+    return args, kwargs
 
 
 # ---- attention ----------------------------------------------------------------------------------

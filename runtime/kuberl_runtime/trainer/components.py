@@ -144,11 +144,6 @@ def _vision_processor(plan: RunPlan, tokenizer: Any) -> Any:
         tokenizer=tokenizer,
         custom_chat_template=plan.model.custom_chat_template,
     )
-    if processor is not None and plan.placement.sp_size > 1:
-        raise ValueError(
-            "actor_rollout_ref.actor.ulysses_sequence_parallel_size="
-            f"{plan.placement.sp_size} with a vision-language model is not supported yet; set 1"
-        )
     if processor is not None and plan.critic.enable:
         raise ValueError(
             "critic.enable with a vision-language model is not supported yet (no value-head "

@@ -1,4 +1,5 @@
-"""What a vision-language run does not support yet is refused at start with the key and the fix."""
+"""What a vision-language run does not support yet is refused at start with the key and the fix;
+what it supports (Ulysses SP) starts."""
 
 from __future__ import annotations
 
@@ -32,11 +33,11 @@ def test_the_demo_loads_the_models_processor(tree, processor):
     assert _processor(tree, processor).image_processor is not None
 
 
-def test_ulysses_sp_with_a_vl_model_is_refused(tree, processor):
+def test_ulysses_sp_with_a_vl_model_starts(tree, processor):
+    """Ulysses SP runs a VL model (tests/runtime/vl/test_vl_sequence_parallel.py): not refused."""
     tree = yaml.safe_load(yaml.safe_dump(tree))
     tree["actor_rollout_ref"]["actor"]["ulysses_sequence_parallel_size"] = 2
-    with pytest.raises(ValueError, match="ulysses_sequence_parallel_size=2 with a vision-language"):
-        _processor(tree, processor)
+    assert _processor(tree, processor).image_processor is not None
 
 
 def test_a_critic_on_a_vl_model_is_refused(tree, processor):
