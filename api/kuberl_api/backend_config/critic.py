@@ -28,10 +28,14 @@ class CriticModelConfig(VerlCriticModelKeys):
     target_modules: str | list[str] = "all-linear"
 
 
+class CriticOptimConfig(OptimConfig):
+    lr: float = Field(1e-5, gt=0, description="verl's critic default, written or not.")
+
+
 class CriticConfig(VerlCriticKeys):
     enable: bool | None = Field(None, description="Null enables the critic exactly for GAE.")
     strategy: Strategy = "fsdp"
-    optim: OptimConfig = Field(default_factory=lambda: OptimConfig(lr=1e-5))
+    optim: CriticOptimConfig = Field(default_factory=CriticOptimConfig)
     model: CriticModelConfig = Field(default_factory=CriticModelConfig)
     ppo_mini_batch_size: int | None = Field(None, gt=0, description="Null follows actor.")
     ppo_micro_batch_size: int | None = Field(

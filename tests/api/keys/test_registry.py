@@ -1,10 +1,10 @@
-"""The key registry lists every schema leaf exactly once, and each honoured key is really read.
+"""The key registry lists every schema leaf exactly once (each honoured key really changes the
+plan: ``test_honoured_changes_plan.py``).
 
 The registry is the answer to "does this setting take effect?": a key added to the models
 without a fate here fails this test (torchtitan's no-unread-CLI-option test is the model).
 """
 
-import re
 from pathlib import Path
 
 import pytest
@@ -25,22 +25,16 @@ def test_the_registry_lists_no_key_the_schema_lacks():
     assert not stale, f"registered keys that are not in the schema: {stale}"
 
 
-def _reads(entry) -> bool:
-    where = ROOT / entry.where
-    files = sorted(where.rglob("*.py")) if where.is_dir() else [where]
-    name = entry.key.rsplit(".", 1)[-1]
-    pattern = re.compile(rf"\b{re.escape(name)}\b")
-    return any(f.is_file() and pattern.search(f.read_text()) for f in files)
-
-
 @pytest.mark.parametrize(
     "entry",
     [e for e in REGISTRY.values() if e.fate is Fate.HONOURED],
     ids=lambda e: e.key,
 )
-def test_an_honoured_key_names_a_module_that_reads_it(entry):
-    assert (ROOT / entry.where).exists(), f"{entry.key}: {entry.where} does not exist"
-    assert _reads(entry), f"{entry.key}: {entry.where} never mentions it"
+def test_an_honoured_key_names_a_module_that_exists(entry):
+    """``where`` is what `kuberl keys` shows a reader. That the key is read at all is proven by
+    ``test_honoured_changes_plan.py`` (setting it changes the plan the runtime runs), not by
+    its name appearing in that module."""
+    assert (ROOT / entry.where).is_file(), f"{entry.key}: {entry.where} does not exist"
 
 
 def test_every_refused_or_no_effect_key_says_what_to_do_or_why():

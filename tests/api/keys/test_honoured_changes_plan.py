@@ -1,0 +1,252 @@
+"""Honoured means read: setting any honoured key to another valid value changes the resolved plan.
+
+The runtime reads only the plan (``kuberl train --plan``), so a key whose flip leaves the plan as
+it was cannot change the run, whatever the registry says. For each honoured key of the PPO/GRPO
+tree: resolve the base document (validation, then the operator's ``plan_validated``), set the
+key to other values its type admits (``support/key_flips.py``), resolve again and compare the
+plans (all of the plan but ``source``, the effective config kept for the record). A value may
+mean what the base already does (``warmup_style: constant`` where it is unset), so the test
+passes on the first valid value that changes the plan, and fails when none does.
+"""
+
+import copy
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kuberl_api.job import ModelArtsConfig
+from kuberl_api.keys import REGISTRY, Fate, KeyEntry
+from kuberl_api.plan.from_document import plan_validated
+from kuberl_api.validation import Document, DocumentKind, validate_document
+from support.key_flips import annotation, candidates, key_path
+
+ROOT = Path(__file__).resolve().parents[3]
+# examples/demo.yaml (GRPO, KL loss, HF rollout) in a ModelArts envelope, so that the envelope's
+# keys (af_output_dir, engine_kwargs) are keys of the same document.
+BASE = {
+    "af_output_dir": "/outputs/demo",
+    "backend_config": yaml.safe_load((ROOT / "examples/demo.yaml").read_text()),
+}
+
+
+def _deprecated(key: str, value: int) -> dict[str, Any]:
+    """The deprecated global micro batch ``key`` at ``value``, its per-GPU replacement unset."""
+    return {key + "_per_gpu": None, key: value}
+
+
+A, R, REF = "actor_rollout_ref.actor.", "actor_rollout_ref.rollout.", "actor_rollout_ref.ref."
+M = "actor_rollout_ref.model."
+CRITIC = {"algorithm.adv_estimator": "gae", "critic.ppo_micro_batch_size_per_gpu": 4}
+DAPO = {
+    "reward_model.reward_manager": "dapo",
+    "reward_model.reward_kwargs.overlong_buffer_cfg.enable": True,
+    "reward_model.reward_kwargs.overlong_buffer_cfg.len": 8,
+    "reward_model.reward_kwargs.max_resp_len": 32,
+}
+COMPANIONS: dict[str, dict[str, Any]] = {
+    # Set in both documents. A row is a key or the start of keys; the longest that fits holds.
+    # 1. The key counts only with another setting: that setting is switched on.
+    "critic.": CRITIC,  # the critic runs only with GAE, and then needs a micro batch
+    "critic.optim.": {**CRITIC, "critic.optim.lr_scheduler_type": "cosine"},  # cosine keys too
+    "critic.model.lora_": {**CRITIC, "critic.model.lora_rank": 8},  # LoRA settings need LoRA
+    "critic.model.target_modules": {**CRITIC, "critic.model.lora_rank": 8},
+    "critic.ppo_max_token_len_per_gpu": {**CRITIC, "critic.use_dynamic_bsz": True},
+    "critic.forward_max_token_len_per_gpu": {**CRITIC, "critic.use_dynamic_bsz": True},
+    "reward_model.": {"reward_model.enable": True, "reward_model.model.path": "/models/rm"},
+    "reward_model.reward_kwargs.": DAPO,  # only the dapo manager reads them, buffer on
+    "reward_model.reward_manager": {},  # dapo on its own is valid; the buffer stays off
+    "custom_reward_function.": {"custom_reward_function.path": "/rewards/score.py"},
+    M + "lora_": {M + "lora_rank": 8},
+    M + "target_modules": {M + "lora_rank": 8},
+    M + "exclude_modules": {M + "lora_rank": 8},
+    R: {R + "name": "vllm"},  # the engine keys are read by the vLLM rollout
+    R + "log_prob_max_token_len_per_gpu": {R + "log_prob_use_dynamic_bsz": True},
+    REF + "log_prob_max_token_len_per_gpu": {REF + "log_prob_use_dynamic_bsz": True},
+    A + "ppo_max_token_len_per_gpu": {A + "use_dynamic_bsz": True},
+    A + "optim.lr_warmup_steps_ratio": {A + "optim.lr_warmup_steps": -1},  # steps win if > 0
+    "algorithm.gamma": CRITIC,  # GAE's
+    "algorithm.lam": CRITIC,
+    "algorithm.kl_": {"algorithm.use_kl_in_reward": True},  # kl_penalty, kl_ctrl.*
+    "algorithm.difficulty_": {"algorithm.difficulty_mask": True},  # the mask's thresholds
+    # ROLL forces group normalisation for grpo: the norm types count with another estimator.
+    "algorithm.norm_mean_type": {"algorithm.adv_estimator": "reinforce_plus_plus"},
+    "algorithm.norm_std_type": {"algorithm.adv_estimator": "reinforce_plus_plus"},
+    "data.custom_cls.name": {"data.custom_cls.path": "/data/my_dataset.py"},
+    "trainer.total_epochs": {"trainer.total_training_steps": None},  # steps win when set
+    "trainer.critic_warmup": CRITIC,
+    "trainer.max_critic_ckpt_to_keep": CRITIC,
+    "trainer.resume_from_path": {
+        "trainer.resume_mode": "resume_path",
+        "trainer.resume_from_path": "/ckpt/global_step_5",  # required in that mode
+    },
+    # 2. Another value is refused without the companion.
+    "algorithm.adv_estimator": CRITIC,  # GAE builds a critic, which needs a micro batch
+    "critic.enable": {"critic.ppo_micro_batch_size_per_gpu": 4},  # off by GRPO; GAE needs it on
+    M + "lora_adapter_path": {M + "lora_rank": 8},
+    A + "ulysses_sequence_parallel_size": {M + "use_remove_padding": True},  # packed sequences
+    A + "on_policy_shortcut": {A + "ppo_mini_batch_size": 8},  # one mini-batch: on-policy
+    R + "val_kwargs.do_sample": {R + "val_kwargs.temperature": 1.0},  # sampling: temperature > 0
+    "trainer.nnodes": {A + "ppo_micro_batch_size_per_gpu": 4},  # divides a rank's rows on 4
+    # 3. Deprecated keys count only while their replacement is unset (both set: refused).
+    A + "ppo_micro_batch_size": _deprecated(A + "ppo_micro_batch_size", 16),
+    REF + "log_prob_micro_batch_size": _deprecated(REF + "log_prob_micro_batch_size", 16),
+    R + "log_prob_micro_batch_size": _deprecated(R + "log_prob_micro_batch_size", 16),
+    "critic.ppo_micro_batch_size": {**CRITIC, **_deprecated("critic.ppo_micro_batch_size", 8)},
+    "critic.forward_micro_batch_size": CRITIC,
+    A + "optim.warmup_style": {A + "optim.lr_scheduler_type": None},
+    "critic.optim.warmup_style": {**CRITIC, "critic.optim.lr_scheduler_type": None},
+}
+ONE_VALUE = {
+    # The schema admits one value, so there is nothing to flip; another value is refused by name.
+    "actor_rollout_ref.actor.optim.optimizer": "kuberl's optimizer is AdamW",
+    "critic.optim.optimizer": "kuberl's optimizer is AdamW",
+}
+OUTSIDE_PLAN: dict[str, str] = {
+    # Honoured keys the runtime reads from somewhere other than the plan: none.
+}
+PLAN_COPIES_UNREAD = {
+    # No-effect keys the plan still carries (into a section it shares with trained models).
+    "actor_rollout_ref.ref.fsdp_config.seed": "FSDPPlan.seed of a frozen model: loaded, not built",
+    "reward_model.model.fsdp_config.seed": "FSDPPlan.seed of a frozen model: loaded, not built",
+}
+HONOURED = [e for e in REGISTRY.values() if e.fate is Fate.HONOURED]
+NO_EFFECT = [e for e in REGISTRY.values() if e.fate is Fate.NO_EFFECT]
+
+
+def _companions(key: str) -> dict[str, Any]:
+    """The longest row that is ``key`` or, not being a key itself, starts it; else none."""
+    rows = [r for r in COMPANIONS if r == key or (r not in REGISTRY and key.startswith(r))]
+    return COMPANIONS[max(rows, key=len)] if rows else {}
+
+
+def _set(tree: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    tree = copy.deepcopy(tree)
+    *parents, leaf = key_path(key)
+    node = tree
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = value
+    return tree
+
+
+def _document(settings: dict[str, Any]) -> dict[str, Any]:
+    tree = BASE
+    for key, value in settings.items():
+        tree = _set(tree, key, value)
+    return tree
+
+
+def _resolve(tree: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any], list[str]]:
+    """(the plan without ``source``, the resolved tree, errors) of a ModelArts document."""
+    result = validate_document(Document(DocumentKind.MODELARTS, tree, "", "flip.yaml", {}))
+    if not result.ok:
+        return None, {}, [p.render() for p in result.errors]
+    config = result.effective_config
+    assert config is not None
+    plan = json.loads(plan_validated(config, result.af_output_dir).to_json())
+    del plan["source"], plan["source_digest"]
+    resolved = {**tree, "backend_config": json.loads(config.model_dump_json())}
+    return plan, resolved, []
+
+
+@cache
+def _base(settings: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    plan, resolved, errors = _resolve(_document(json.loads(settings)))
+    assert plan is not None, errors
+    return plan, resolved
+
+
+def _at(tree: dict[str, Any], key: str) -> Any:
+    node: Any = tree
+    for part in key_path(key):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _changed(before: Any, after: Any, where: str = "") -> list[str]:
+    """Dotted plan fields that differ."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        keys = sorted(set(before) | set(after))
+        return [f for k in keys for f in _changed(before.get(k), after.get(k), f"{where}{k}.")]
+    return [] if before == after else [where.rstrip(".")]
+
+
+def flip_and_plan(entry: KeyEntry) -> tuple[list[Any], list[str], list[str]]:
+    """(the valid values tried, the plan fields the first one that changes the plan changed,
+    the errors of every refused candidate). A value may mean the same as the base's (warmup_style
+    ``constant`` where it is unset), so the next valid one is tried."""
+    settings = _companions(entry.key)
+    base_plan, resolved = _base(json.dumps(settings, sort_keys=True))
+    current = _at(resolved, entry.key)
+    valid: list[Any] = []
+    refusals: list[str] = []
+    for value in candidates(entry, current, annotation(ModelArtsConfig, key_path(entry.key))):
+        plan, _, errors = _resolve(_document({**settings, entry.key: value}))
+        refusals += [f"{value!r}: {e}" for e in errors]
+        if plan is not None:
+            valid.append(value)
+            if changed := _changed(base_plan, plan):
+                return valid, changed, refusals
+    return valid, [], refusals
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [e for e in HONOURED if e.key not in ONE_VALUE and e.key not in OUTSIDE_PLAN],
+    ids=lambda e: e.key,
+)
+def test_flipping_an_honoured_key_changes_the_plan(entry):
+    valid, changed, refusals = flip_and_plan(entry)
+    assert valid, f"{entry.key}: no other value validates: {refusals}"
+    assert changed, (
+        f"{entry.key} = any of {valid!r} leaves the plan unchanged: the runtime cannot see it. "
+        "Put the decision in the plan, or register the key no_effect (with the reason) or refused."
+    )
+
+
+@pytest.mark.parametrize(
+    "entry", [e for e in NO_EFFECT if e.key not in PLAN_COPIES_UNREAD], ids=lambda e: e.key
+)
+def test_flipping_a_no_effect_key_leaves_the_plan_as_it_was(entry):
+    valid, changed, _ = flip_and_plan(entry)
+    assert not changed, (
+        f"{entry.key} = {valid[-1]!r} changes the plan ({changed}): register it honoured, "
+        "or leave it out of the plan"
+    )
+
+
+@pytest.mark.parametrize("key", sorted(PLAN_COPIES_UNREAD))
+def test_the_plan_copies_unread_are_still_copied(key):
+    assert REGISTRY[key].fate is Fate.NO_EFFECT
+    assert flip_and_plan(REGISTRY[key])[1], f"{key} is out of the plan now: drop it from the list"
+
+
+@pytest.mark.parametrize("key", sorted(ONE_VALUE))
+def test_a_key_with_one_value_admits_no_other(key):
+    current = _at(_base("{}")[1], key)
+    assert not candidates(REGISTRY[key], current, annotation(ModelArtsConfig, key_path(key)))
+    plan, _, errors = _resolve(_set(BASE, key, f"not-{current}"))
+    assert plan is None and any(key in e for e in errors), errors
+
+
+def test_the_lists_name_honoured_keys_and_every_companion_is_valid():
+    for key in [*ONE_VALUE, *OUTSIDE_PLAN, *(r for r in COMPANIONS if r in REGISTRY)]:
+        assert REGISTRY[key].fate is Fate.HONOURED, key
+    for row in COMPANIONS:
+        assert any(e.key.startswith(row) for e in HONOURED), f"{row} prefixes no honoured key"
+    for settings in COMPANIONS.values():
+        assert _resolve(_document(settings))[0] is not None, settings
+
+
+def test_writing_one_critic_optim_key_keeps_verls_critic_lr():
+    """The critic's optimizer defaults to lr 1e-5 (verl's), whether its subtree is written or not:
+    a flip of critic.optim.weight_decay once changed critic.optim.lr too (to the actor's 1e-6)."""
+    base, _ = _base(json.dumps(CRITIC, sort_keys=True))
+    written, _, errors = _resolve(_document({**CRITIC, "critic.optim.weight_decay": 0.0}))
+    assert written is not None, errors
+    assert base["critic"]["optim"]["lr"] == written["critic"]["optim"]["lr"] == 1e-5
+    assert _changed(base, written) == ["critic.optim.weight_decay"]
