@@ -27,11 +27,11 @@ def vision_parameters(model: nn.Module) -> int:
 
 
 def refuse_sequence_parallel(config: dict[str, Any], sp: UlyssesGroup) -> None:
-    """The runtime refuses Ulysses SP with a VL model at start (trainer/components.py)."""
+    """Ulysses SP with a VL model runs (docs/sp.md) but is not measured here yet: refused."""
     if sp.size > 1 and "vision_config" in config:
         raise ValueError(
-            f"{SP_KEY}={sp.size} with a vision-language model is not supported yet (the runtime "
-            "refuses it at start); set 1"
+            f"{SP_KEY}={sp.size} with a vision-language model is not supported yet by the dry "
+            "run (the runtime runs it); plan with 1 for an estimate without SP"
         )
 
 
