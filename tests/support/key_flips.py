@@ -1,17 +1,24 @@
-"""Another valid value of a key, derived from its type and the value the base resolves it to.
+"""Flip a key to another valid value and compare the resolved plans (``Flipper``).
 
-``candidates`` lists the values a flip may take, best first. Nothing here knows a key by name:
-a key that needs a companion setting is listed, with the reason, in
-``tests/api/keys/test_honoured_changes_plan.py`` (``COMPANIONS``).
+``candidates`` derives the values from the key's type and the value the base resolves it to,
+best first. Nothing here knows a key by name: a key that needs a companion setting is listed,
+with the reason, by the tests (``tests/api/keys/test_honoured_changes_*plan.py``).
 """
 
+import copy
+import json
 import types
 import typing
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
 
+from kuberl_api.job import ModelArtsConfig
 from kuberl_api.keys import ENVELOPE, KeyEntry
+from kuberl_api.plan.from_document import plan_validated
+from kuberl_api.validation import Document, DocumentKind, validate_document
 
 _NONE = type(None)
 
@@ -90,3 +97,96 @@ def _lists(value: list[Any], options: list[Any]) -> list[Any]:
     more = [[*value, m] for m in members if m not in value]
     fewer = [value[:-1]] if len(value) > 1 else []
     return [*more, *fewer, [*value, "flipped"]]
+
+
+@dataclass(frozen=True, eq=False)
+class Flipper:
+    """Flips keys of one config tree in a ModelArts document and compares the resolved plans.
+
+    ``companions``: settings made in both documents, by row; a row is a key, or the start of
+    keys when it is not a key itself; the longest row that fits a key holds."""
+
+    base: dict[str, Any]
+    """A ModelArts document: ``af_output_dir`` and ``backend_config`` (a PPO or an SFT tree)."""
+    config: type[BaseModel]
+    """The model of ``backend_config`` (``BackendConfig``, ``SFTConfig``), for key types."""
+    registry: dict[str, KeyEntry]
+    companions: dict[str, dict[str, Any]]
+
+    def annotation(self, key: str) -> Any:
+        path = key_path(key)
+        if path[0] == "backend_config":
+            return annotation(self.config, path[1:])
+        return annotation(ModelArtsConfig, path)
+
+    def companions_of(self, key: str) -> dict[str, Any]:
+        rows = [
+            r for r in self.companions if r == key or (r not in self.registry and key.startswith(r))
+        ]
+        return self.companions[max(rows, key=len)] if rows else {}
+
+    def document(self, settings: dict[str, Any]) -> dict[str, Any]:
+        tree = copy.deepcopy(self.base)
+        for key, value in settings.items():
+            *parents, leaf = key_path(key)
+            node = tree
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = value
+        return tree
+
+    def base_plan(self, settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        return _base_plan(self, json.dumps(settings, sort_keys=True))
+
+    def flip(self, entry: KeyEntry) -> tuple[list[Any], list[str], list[str]]:
+        """(the valid values tried, the plan fields changed by the first one that changes the
+        plan, the errors of every refused value). A value may mean what the base does already
+        (``warmup_style: constant`` where it is unset), so the next valid one is tried."""
+        settings = self.companions_of(entry.key)
+        before, resolved = self.base_plan(settings)
+        current = value_at(resolved, entry.key)
+        valid: list[Any] = []
+        refusals: list[str] = []
+        for value in candidates(entry, current, self.annotation(entry.key)):
+            plan, _, errors = resolve(self.document({**settings, entry.key: value}))
+            refusals += [f"{value!r}: {e}" for e in errors]
+            if plan is not None:
+                valid.append(value)
+                if found := changed(before, plan):
+                    return valid, found, refusals
+        return valid, [], refusals
+
+
+@cache
+def _base_plan(flipper: Flipper, settings: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    plan, resolved, errors = resolve(flipper.document(json.loads(settings)))
+    assert plan is not None, errors
+    return plan, resolved
+
+
+def resolve(tree: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any], list[str]]:
+    """(the plan but ``source``, the document with its config resolved, errors) of a ModelArts
+    document: validation, then the resolver the operator and ``kuberl train`` call."""
+    result = validate_document(Document(DocumentKind.MODELARTS, tree, "", "flip.yaml", {}))
+    if not result.ok:
+        return None, {}, [p.render() for p in result.errors]
+    config = result.effective_config
+    assert config is not None
+    plan = json.loads(plan_validated(config, result.af_output_dir).to_json())
+    del plan["source"], plan["source_digest"]
+    return plan, {**tree, "backend_config": json.loads(config.model_dump_json())}, []
+
+
+def value_at(tree: dict[str, Any], key: str) -> Any:
+    node: Any = tree
+    for part in key_path(key):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def changed(before: Any, after: Any, where: str = "") -> list[str]:
+    """Dotted plan fields that differ."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        keys = sorted(set(before) | set(after))
+        return [f for k in keys for f in changed(before.get(k), after.get(k), f"{where}{k}.")]
+    return [] if before == after else [where.rstrip(".")]

@@ -12,6 +12,7 @@ from typing import Any
 
 from kuberl_api.backend_config import BackendConfig
 from kuberl_api.backend_config.actor import ActorConfig, OptimConfig
+from kuberl_api.backend_config.algorithm import AlgorithmConfig
 from kuberl_api.backend_config.critic import CriticConfig
 from kuberl_api.backend_config.rollout import RolloutConfig
 from kuberl_api.plan.common import (
@@ -320,17 +321,40 @@ def _algorithm(cfg: BackendConfig) -> AlgorithmPlan:
             horizon=kl.horizon,
             target_kl=float(kl.target_kl),
         ),
-        roll_rlvr=RollRLVRPlan(
-            reward_clip=float(a.reward_clip or 0.0),
-            advantage_clip=float(a.advantage_clip or 0.0),
-            norm_mean_type=a.norm_mean_type or "none",
-            norm_std_type=a.norm_std_type or "none",
-            max_len_mask=a.max_len_mask,
-            difficulty_mask=a.difficulty_mask,
-            difficulty_low_threshold=float(a.difficulty_low_threshold),
-            difficulty_high_threshold=float(a.difficulty_high_threshold),
-        ),
+        roll_rlvr=_roll_rlvr(cfg.algorithm),
     )
+
+
+ROLL_OFF = RollRLVRPlan(
+    reward_clip=0.0,
+    advantage_clip=0.0,
+    norm_mean_type="none",
+    norm_std_type="none",
+    max_len_mask=False,
+    difficulty_mask=False,
+    difficulty_low_threshold=0.0,
+    difficulty_high_threshold=1.0,
+)
+"""ROLL's RLVR options all off: the runtime then leaves scores and advantages as they are."""
+
+
+def _roll_rlvr(a: AlgorithmConfig) -> RollRLVRPlan:
+    """The options as the runtime applies them: the thresholds only with the difficulty mask,
+    and for grpo with any option on, ROLL's group/group score normalisation."""
+    mask = a.difficulty_mask
+    plan = RollRLVRPlan(
+        reward_clip=float(a.reward_clip or 0.0),
+        advantage_clip=float(a.advantage_clip or 0.0),
+        norm_mean_type=a.norm_mean_type or "none",
+        norm_std_type=a.norm_std_type or "none",
+        max_len_mask=a.max_len_mask,
+        difficulty_mask=mask,
+        difficulty_low_threshold=float(a.difficulty_low_threshold) if mask else 0.0,
+        difficulty_high_threshold=float(a.difficulty_high_threshold) if mask else 1.0,
+    )
+    if a.adv_estimator == "grpo" and plan != ROLL_OFF:
+        return plan.model_copy(update={"norm_mean_type": "group", "norm_std_type": "group"})
+    return plan
 
 
 def _trainer(cfg: BackendConfig) -> TrainerPlan:

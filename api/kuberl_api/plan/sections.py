@@ -296,7 +296,9 @@ class KLControlPlan(Frozen):
 
 
 class RollRLVRPlan(Frozen):
-    """ROLL's RLVR options (kuberl extension, H-numbers; runtime algorithms/roll_rlvr.py)."""
+    """ROLL's RLVR options (kuberl extension, H-numbers; runtime algorithms/roll_rlvr.py), as
+    applied: the thresholds are 0 and 1 without difficulty_mask, and with grpo any option on
+    makes the score normalisation group/group (ROLL's rule; plan/build.py ``_roll_rlvr``)."""
 
     reward_clip: float
     """0: no clip."""

@@ -9,20 +9,15 @@ mean what the base already does (``warmup_style: constant`` where it is unset), 
 passes on the first valid value that changes the plan, and fails when none does.
 """
 
-import copy
-import json
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from kuberl_api.job import ModelArtsConfig
-from kuberl_api.keys import REGISTRY, Fate, KeyEntry
-from kuberl_api.plan.from_document import plan_validated
-from kuberl_api.validation import Document, DocumentKind, validate_document
-from support.key_flips import annotation, candidates, key_path
+from kuberl_api.backend_config import BackendConfig
+from kuberl_api.keys import REGISTRY, Fate
+from support.key_flips import Flipper, candidates, changed, resolve, value_at
 
 ROOT = Path(__file__).resolve().parents[3]
 # examples/demo.yaml (GRPO, KL loss, HF rollout) in a ModelArts envelope, so that the envelope's
@@ -117,81 +112,7 @@ HONOURED = [e for e in REGISTRY.values() if e.fate is Fate.HONOURED]
 NO_EFFECT = [e for e in REGISTRY.values() if e.fate is Fate.NO_EFFECT]
 
 
-def _companions(key: str) -> dict[str, Any]:
-    """The longest row that is ``key`` or, not being a key itself, starts it; else none."""
-    rows = [r for r in COMPANIONS if r == key or (r not in REGISTRY and key.startswith(r))]
-    return COMPANIONS[max(rows, key=len)] if rows else {}
-
-
-def _set(tree: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
-    tree = copy.deepcopy(tree)
-    *parents, leaf = key_path(key)
-    node = tree
-    for part in parents:
-        node = node.setdefault(part, {})
-    node[leaf] = value
-    return tree
-
-
-def _document(settings: dict[str, Any]) -> dict[str, Any]:
-    tree = BASE
-    for key, value in settings.items():
-        tree = _set(tree, key, value)
-    return tree
-
-
-def _resolve(tree: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any], list[str]]:
-    """(the plan without ``source``, the resolved tree, errors) of a ModelArts document."""
-    result = validate_document(Document(DocumentKind.MODELARTS, tree, "", "flip.yaml", {}))
-    if not result.ok:
-        return None, {}, [p.render() for p in result.errors]
-    config = result.effective_config
-    assert config is not None
-    plan = json.loads(plan_validated(config, result.af_output_dir).to_json())
-    del plan["source"], plan["source_digest"]
-    resolved = {**tree, "backend_config": json.loads(config.model_dump_json())}
-    return plan, resolved, []
-
-
-@cache
-def _base(settings: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    plan, resolved, errors = _resolve(_document(json.loads(settings)))
-    assert plan is not None, errors
-    return plan, resolved
-
-
-def _at(tree: dict[str, Any], key: str) -> Any:
-    node: Any = tree
-    for part in key_path(key):
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
-
-
-def _changed(before: Any, after: Any, where: str = "") -> list[str]:
-    """Dotted plan fields that differ."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        keys = sorted(set(before) | set(after))
-        return [f for k in keys for f in _changed(before.get(k), after.get(k), f"{where}{k}.")]
-    return [] if before == after else [where.rstrip(".")]
-
-
-def flip_and_plan(entry: KeyEntry) -> tuple[list[Any], list[str], list[str]]:
-    """(the valid values tried, the plan fields the first one that changes the plan changed,
-    the errors of every refused candidate). A value may mean the same as the base's (warmup_style
-    ``constant`` where it is unset), so the next valid one is tried."""
-    settings = _companions(entry.key)
-    base_plan, resolved = _base(json.dumps(settings, sort_keys=True))
-    current = _at(resolved, entry.key)
-    valid: list[Any] = []
-    refusals: list[str] = []
-    for value in candidates(entry, current, annotation(ModelArtsConfig, key_path(entry.key))):
-        plan, _, errors = _resolve(_document({**settings, entry.key: value}))
-        refusals += [f"{value!r}: {e}" for e in errors]
-        if plan is not None:
-            valid.append(value)
-            if changed := _changed(base_plan, plan):
-                return valid, changed, refusals
-    return valid, [], refusals
+RL = Flipper(BASE, BackendConfig, REGISTRY, COMPANIONS)
 
 
 @pytest.mark.parametrize(
@@ -200,7 +121,7 @@ def flip_and_plan(entry: KeyEntry) -> tuple[list[Any], list[str], list[str]]:
     ids=lambda e: e.key,
 )
 def test_flipping_an_honoured_key_changes_the_plan(entry):
-    valid, changed, refusals = flip_and_plan(entry)
+    valid, changed, refusals = RL.flip(entry)
     assert valid, f"{entry.key}: no other value validates: {refusals}"
     assert changed, (
         f"{entry.key} = any of {valid!r} leaves the plan unchanged: the runtime cannot see it. "
@@ -212,7 +133,7 @@ def test_flipping_an_honoured_key_changes_the_plan(entry):
     "entry", [e for e in NO_EFFECT if e.key not in PLAN_COPIES_UNREAD], ids=lambda e: e.key
 )
 def test_flipping_a_no_effect_key_leaves_the_plan_as_it_was(entry):
-    valid, changed, _ = flip_and_plan(entry)
+    valid, changed, _ = RL.flip(entry)
     assert not changed, (
         f"{entry.key} = {valid[-1]!r} changes the plan ({changed}): register it honoured, "
         "or leave it out of the plan"
@@ -222,14 +143,14 @@ def test_flipping_a_no_effect_key_leaves_the_plan_as_it_was(entry):
 @pytest.mark.parametrize("key", sorted(PLAN_COPIES_UNREAD))
 def test_the_plan_copies_unread_are_still_copied(key):
     assert REGISTRY[key].fate is Fate.NO_EFFECT
-    assert flip_and_plan(REGISTRY[key])[1], f"{key} is out of the plan now: drop it from the list"
+    assert RL.flip(REGISTRY[key])[1], f"{key} is out of the plan now: drop it from the list"
 
 
 @pytest.mark.parametrize("key", sorted(ONE_VALUE))
 def test_a_key_with_one_value_admits_no_other(key):
-    current = _at(_base("{}")[1], key)
-    assert not candidates(REGISTRY[key], current, annotation(ModelArtsConfig, key_path(key)))
-    plan, _, errors = _resolve(_set(BASE, key, f"not-{current}"))
+    current = value_at(RL.base_plan({})[1], key)
+    assert not candidates(REGISTRY[key], current, RL.annotation(key))
+    plan, _, errors = resolve(RL.document({key: f"not-{current}"}))
     assert plan is None and any(key in e for e in errors), errors
 
 
@@ -239,14 +160,30 @@ def test_the_lists_name_honoured_keys_and_every_companion_is_valid():
     for row in COMPANIONS:
         assert any(e.key.startswith(row) for e in HONOURED), f"{row} prefixes no honoured key"
     for settings in COMPANIONS.values():
-        assert _resolve(_document(settings))[0] is not None, settings
+        assert resolve(RL.document(settings))[0] is not None, settings
 
 
 def test_writing_one_critic_optim_key_keeps_verls_critic_lr():
     """The critic's optimizer defaults to lr 1e-5 (verl's), whether its subtree is written or not:
     a flip of critic.optim.weight_decay once changed critic.optim.lr too (to the actor's 1e-6)."""
-    base, _ = _base(json.dumps(CRITIC, sort_keys=True))
-    written, _, errors = _resolve(_document({**CRITIC, "critic.optim.weight_decay": 0.0}))
+    base, _ = RL.base_plan(CRITIC)
+    written, _, errors = resolve(RL.document({**CRITIC, "critic.optim.weight_decay": 0.0}))
     assert written is not None, errors
     assert base["critic"]["optim"]["lr"] == written["critic"]["optim"]["lr"] == 1e-5
-    assert _changed(base, written) == ["critic.optim.weight_decay"]
+    assert changed(base, written) == ["critic.optim.weight_decay"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "norm"),
+    [
+        ({"algorithm.reward_clip": 5.0}, ("group", "group")),  # grpo: ROLL's group/group
+        ({"algorithm.norm_mean_type": "batch"}, ("group", "group")),
+        ({"algorithm.difficulty_low_threshold": 0.2}, ("none", "none")),  # no mask: off
+    ],
+)
+def test_the_plan_holds_rolls_normalisation_as_the_runtime_applies_it(settings, norm):
+    plan, _, errors = resolve(RL.document(settings))
+    assert plan is not None, errors
+    roll = plan["algorithm"]["roll_rlvr"]
+    assert (roll["norm_mean_type"], roll["norm_std_type"]) == norm
+    assert roll["difficulty_low_threshold"] == 0.0
