@@ -74,12 +74,17 @@ def test_an_unknown_reward_kwarg_is_an_error_naming_it():
     ]
 
 
-def test_verl_0_9_1s_new_spelling_is_refused_with_the_key_to_use():
-    result = _validate(
-        {"reward_manager": "dapo"},
-        reward={"reward_kwargs": {"max_resp_len": 32}},
+def test_verl_0_9_1s_new_spelling_plans_like_the_older_one():
+    older = _validate(_dapo())
+    newer = _validate(
+        {},
+        reward={"reward_manager": {"name": "dapo"}, "reward_kwargs": _dapo()["reward_kwargs"]},
     )
-    assert not result.ok
-    assert any("reward_model.reward_kwargs" in p.render() for p in result.errors), [
-        p.render() for p in result.errors
-    ]
+    assert newer.ok, [p.render() for p in newer.problems]
+    assert build_run_plan(newer.backend_config) == build_run_plan(older.backend_config)
+
+
+def test_a_reward_kwarg_both_spellings_set_differently_names_both_keys():
+    result = _validate(_dapo(), reward={"reward_kwargs": {"max_resp_len": 64}})
+    assert [p.path for p in result.errors] == ["reward.reward_kwargs.max_resp_len"]
+    assert f"{KW}.max_resp_len" in result.errors[0].message

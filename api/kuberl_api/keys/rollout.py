@@ -24,7 +24,12 @@ NO_PARALLEL = "not supported; remove it or set 1 (engine_kwargs.vllm reaches oth
 
 KEYS = [
     honoured(P + "name", COMPONENTS),
-    no_effect(P + "mode", "one colocated engine per rank; sync and async sample alike"),
+    no_effect(
+        P + "mode",
+        "verl 0.9.1 deprecates it (async only); kuberl runs one colocated engine per rank, "
+        "and sync and async sample alike",
+        as_default=("sync", "async"),
+    ),
     *[honoured(P + k, LOOP) for k in SAMPLING],
     honoured(P + "prompt_length", LOOP),
     honoured(P + "response_length", LOOP),
@@ -38,7 +43,10 @@ KEYS = [
     honoured(P + "log_prob_use_dynamic_bsz", LOOP),
     honoured(P + "log_prob_max_token_len_per_gpu", LOOP),
     no_effect(P + "calculate_log_probs", "old log-probs are recomputed by the actor"),
-    refused(P + "engine_kwargs.sglang", "kuberl runs vLLM or HF rollout; remove it"),
+    no_effect(
+        P + "engine_kwargs.sglang",
+        "read by an SGLang engine only; kuberl generates with vLLM or HF (rollout.name)",
+    ),
     *[honoured(P + "val_kwargs." + k, LOOP) for k in ("top_k", "top_p", "temperature", "n")],
     honoured(P + "val_kwargs.do_sample", LOOP),
 ]

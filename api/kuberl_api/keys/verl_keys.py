@@ -80,7 +80,11 @@ def _checkpoint_keys(parent: str) -> list[KeyEntry]:
 
 KEYS: list[KeyEntry] = [
     no_effect("sandbox_fusion", SWITCHED),
-    no_effect("reward", SWITCHED + " (kuberl reads reward_model.* and custom_reward_function.*)"),
+    no_effect(
+        "reward",
+        "verl's current spelling: folded key by key into reward_model.*, "
+        "custom_reward_function.* and sandbox_fusion.* (validation/spellings.py)",
+    ),
     no_effect("distillation", SWITCHED),
     no_effect("transfer_queue", SWITCHED),
     no_effect("global_profiler", PROFILER),
@@ -145,7 +149,10 @@ KEYS: list[KeyEntry] = [
     no_effect(AR + "rollout.mtp", MIRROR.format("model.mtp (refused when on)")),
     no_effect(AR + "rollout.qat", MIRROR.format("actor.fsdp_config.qat (refused when on)")),
     no_effect(AR + "rollout.disaggregation", SWITCHED),
-    refused(AR + "rollout.engine_kwargs.trtllm", "the TensorRT-LLM rollout is not supported"),
+    no_effect(
+        AR + "rollout.engine_kwargs.trtllm",
+        "read by a TensorRT-LLM engine only; kuberl generates with vLLM or HF (rollout.name)",
+    ),
     no_effect("critic.fsdp", "verl's new-engine copy; kuberl reads critic.model.fsdp_config"),
     no_effect("critic.rollout_n", MIRROR.format("rollout.n")),
     no_effect("critic.data_loader_seed", "verl's FSDP critic ignores it too (new engine only)"),

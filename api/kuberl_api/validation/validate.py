@@ -31,6 +31,7 @@ from kuberl_api.validation.rules_start import check_start
 from kuberl_api.validation.rules_switches import check_switches, strip_hydra_targets
 from kuberl_api.validation.schema_errors import problems_from_validation_error
 from kuberl_api.validation.sft import sft_tree_of, validate_sft_document
+from kuberl_api.validation.spellings import fold_spellings, point_at_written
 
 _MODEL_BY_KIND: dict[DocumentKind, type[BaseModel]] = {
     DocumentKind.MANIFEST: RLTrainingJobSpec,
@@ -106,6 +107,13 @@ def validate_document(doc: Document, *, allow_env: bool = False) -> ValidationRe
 
 
 def _validate(doc: Document, result: ValidationResult, allow_env: bool) -> None:
+    origins: dict[str, str] = {}
+    bc = _checked(doc, result, allow_env, origins)
+    # A problem at a key folded from another spelling names the key the user wrote.
+    result.problems = point_at_written(result.problems, bc, origins)
+
+
+def _checked(doc: Document, result: ValidationResult, allow_env: bool, origins: dict) -> str:
     is_bare = doc.kind is DocumentKind.BACKEND_CONFIG
     bc = doc.prefix if is_bare else join_path(doc.prefix, "backend_config")
     body = dict(doc.body)
@@ -120,13 +128,16 @@ def _validate(doc: Document, result: ValidationResult, allow_env: bool) -> None:
             raw_backend, bc, allow_env=allow_env
         )
         resolved = drop_unset(resolved)
-        result.problems += interpolation_problems + check_deprecated_keys(resolved, bc)
+        resolved, spelling_problems, folded = fold_spellings(resolved, bc)
+        origins.update(folded)
+        result.problems += interpolation_problems + spelling_problems
+        result.problems += check_deprecated_keys(resolved, bc)
         resolved = convert_renamed_keys(resolved)
         body = resolved if is_bare else {**body, "backend_config": resolved}
         result.problems += check_switches(resolved, bc)
         keys = check_key_fates(resolved, written)
     if result.errors:
-        return
+        return bc
     # Values kuberl refuses are reported beside schema errors, not instead of them.
     result.not_honoured, result.at_verl_default = keys.not_honoured, keys.at_verl_default
     result.problems += [
@@ -135,14 +146,15 @@ def _validate(doc: Document, result: ValidationResult, allow_env: bool) -> None:
     if doc.kind is DocumentKind.MANIFEST and "backend_config" not in body:
         fix = "add backend_config (verl PPO/GRPO), roll_config (ROLL) or sft_config (verl SFT)"
         result.problems.append(Problem(bc, "required key is missing", fix))
-        return
+        return bc
     model = _MODEL_BY_KIND[doc.kind]
     try:
         parsed = model.model_validate(body)
     except ValidationError as err:
         result.problems += problems_from_validation_error(err, model, doc.prefix)
-        return
+        return bc
     _check_semantics(result, parsed, bc)
+    return bc
 
 
 def _check_semantics(result: ValidationResult, parsed: BaseModel, bc: str) -> None:
