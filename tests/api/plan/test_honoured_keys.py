@@ -38,13 +38,19 @@ def test_optim_clip_grad_is_the_clip_verl_091_applies() -> None:
             "{{ x }}",
             lambda p: p.model.custom_chat_template,
         ),
-        ("actor_rollout_ref__model__lora_adapter_path", "/a", lambda p: p.model.lora_adapter_path),
+        # An adapter loads into LoRA layers: its path counts with lora_rank > 0 (rules_start.py).
+        (
+            ("actor_rollout_ref__model__lora_adapter_path", "actor_rollout_ref__model__lora_rank"),
+            ("/a", 8),
+            lambda p: (p.model.lora_adapter_path, p.model.lora_rank),
+        ),
         ("data__custom_cls", {"path": "/d.py", "name": "D"}, lambda p: p.data.custom_cls.name),
     ],
 )
 def test_each_key_reaches_the_plan(key, value, read) -> None:
     expected = value["name"] if isinstance(value, dict) else value
-    assert read(plan_of(with_keys(**{key: value}))) == expected
+    keys = dict(zip(key, value, strict=True)) if isinstance(key, tuple) else {key: value}
+    assert read(plan_of(with_keys(**keys))) == expected
 
 
 def test_load_contents_defaults_to_save_contents() -> None:
