@@ -76,8 +76,6 @@ def _apply_deprecated_keys(cfg: BackendConfig, world_size: int) -> None:
     rm = cfg.reward_model
     if rm.micro_batch_size and rm.micro_batch_size_per_gpu is None:
         rm.micro_batch_size_per_gpu = max(rm.micro_batch_size // dp, 1)
-    if critic.optim.warmup_style and critic.optim.lr_scheduler_type is None:
-        critic.optim.lr_scheduler_type = critic.optim.warmup_style
     if cfg.trainer.remove_previous_ckpt_in_save and cfg.trainer.max_actor_ckpt_to_keep is None:
         cfg.trainer.max_actor_ckpt_to_keep = 1
         cfg.trainer.max_critic_ckpt_to_keep = 1

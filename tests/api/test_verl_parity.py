@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import verl
 
+from kuberl_api.plan import build_run_plan
 from kuberl_api.validation import parse_document, validate_document
 from kuberl_api.validation.deprecations import DEPRECATED_KEYS
 from kuberl_api.validation.documents import set_dotted
@@ -169,7 +170,11 @@ def test_deprecated_key_is_converted_and_warned_once(node: str, key: str, replac
     assert result.errors == [], [p.render() for p in result.errors]
     warnings = [p for p in result.warnings if p.path == f"{node}.{key}"]
     assert len(warnings) == 1 and "deprecated" in warnings[0].message
-    if new is not None:
+    if key == "warmup_style":  # the plan decides the schedule (plan/common.py optim_section)
+        plan = build_run_plan(result.backend_config)
+        role = plan.actor if node.startswith("actor_rollout_ref") else plan.critic
+        assert role.optim.lr_scheduler_type == new
+    elif new is not None:
         value: Any = result.backend_config.model_dump()
         for part in target.split("."):
             value = value[part]

@@ -70,9 +70,6 @@ def _inherit_actor_rollout_ref(cfg: BackendConfig) -> None:
     actor, ref, rollout = arr.actor, arr.ref, arr.rollout
     _fill(actor, use_remove_padding=arr.model.use_remove_padding)
     _fill(actor, use_fused_kernels=arr.model.use_fused_kernels)
-    actor.optim.lr_scheduler_type = (
-        actor.optim.lr_scheduler_type or actor.optim.warmup_style or "constant"
-    )
     _fill(actor.checkpoint, load_contents=list(actor.checkpoint.save_contents))
     _fill(rollout, prompt_length=cfg.data.max_prompt_length)
     _fill(rollout, response_length=cfg.data.max_response_length)

@@ -31,12 +31,16 @@ DEPRECATED_KEYS: list[tuple[str, str, str]] = [
 ]
 
 
+# The SFT tree's (verl's SFT trainer config: its optim node sits at the top).
+SFT_DEPRECATED_KEYS: list[tuple[str, str, str]] = [
+    ("optim", "warmup_style", "lr_scheduler_type"),
+]
+
 # Deprecated keys that are plain renames, converted on the tree (the micro-batch ones need the
-# data-parallel size and are converted by ``kuberl_api.effective``).
+# data-parallel size and are converted by ``kuberl_api.effective``; warmup_style is read where
+# the plan decides the schedule, ``plan/common.py``).
 RENAMED = {
-    (node, key, replacement)
-    for node, key, replacement in DEPRECATED_KEYS
-    if key in ("warmup_style", "grad_offload")
+    (node, key, replacement) for node, key, replacement in DEPRECATED_KEYS if key == "grad_offload"
 }
 
 
@@ -50,9 +54,11 @@ def convert_renamed_keys(tree: dict) -> dict:
     return out
 
 
-def check_deprecated_keys(raw_backend: dict, bc: str) -> list[Problem]:
+def check_deprecated_keys(
+    raw_backend: dict, bc: str, deprecated: list[tuple[str, str, str]] = DEPRECATED_KEYS
+) -> list[Problem]:
     problems = []
-    for node_path, key, replacement in DEPRECATED_KEYS:
+    for node_path, key, replacement in deprecated:
         node = _lookup(raw_backend, node_path)
         # null means unset (verl's own defaults write the deprecated keys as null).
         if not isinstance(node, dict) or node.get(key) is None:

@@ -22,6 +22,7 @@ from kuberl_api.job import RLTrainingJobSpec
 from kuberl_api.keys import MESSAGE
 from kuberl_api.keys.sft import check_sft_key_fates
 from kuberl_api.platform import WorkerPool
+from kuberl_api.validation.deprecations import SFT_DEPRECATED_KEYS, check_deprecated_keys
 from kuberl_api.validation.documents import Document, DocumentKind
 from kuberl_api.validation.interpolation import resolve_interpolations
 from kuberl_api.validation.nulls import drop_unset_in
@@ -57,6 +58,7 @@ def validate_sft_tree(
     """The effective SFT config (None on errors), every problem, and keys set without effect."""
     tree, has_targets = strip_hydra_targets(raw)
     resolved, problems = resolve_interpolations(tree, prefix, allow_env=allow_env)
+    problems += check_deprecated_keys(resolved, prefix, SFT_DEPRECATED_KEYS)
     resolved = drop_unset_in(resolved, SFTConfig)
     keys = check_sft_key_fates(resolved)
     not_honoured = list(keys.not_honoured)

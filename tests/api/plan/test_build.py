@@ -11,6 +11,7 @@ import yaml
 
 from kuberl_api.plan import RunPlan, build_run_plan
 from kuberl_api.plan.sections import Frozen
+from kuberl_api.plan.sft import build_sft_plan
 from kuberl_api.validation import Document, DocumentKind, load_documents, validate_document
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -218,3 +219,27 @@ def test_gspo_keeps_the_configured_aggregation_without_a_warning():
     result = validate_document(Document(DocumentKind.BACKEND_CONFIG, tree, "", "t.yaml", {}))
     assert result.ok and not [p for p in result.warnings if "loss_agg_mode" in p.path]
     assert build_run_plan(result.backend_config).actor.loss_agg_mode == "token-mean"
+
+
+@pytest.mark.parametrize(("style", "refused"), [("cosine", True), ("constant", False)])
+def test_sft_warmup_style_beside_another_schedule_is_refused_as_for_rl(style, refused):
+    """The SFT tree checks its deprecated warmup_style as the RL tree does: set differently from
+    lr_scheduler_type it is an error naming the key (it used to be accepted and ignored)."""
+    sft = yaml.safe_load((ROOT / "examples/demo-sft.yaml").read_text())
+    sft["optim"].update(lr_scheduler_type="constant", warmup_style=style)
+    result = validate_document(Document(DocumentKind.SFT, sft, "", "sft.yaml", {}))
+    errors = [p.render() for p in result.errors]
+    assert bool(errors) is refused, errors
+    if refused:
+        assert "optim.warmup_style: both warmup_style and lr_scheduler_type" in errors[0]
+    else:
+        assert any(p.path == "optim.warmup_style" for p in result.warnings)
+
+
+def test_sft_warmup_style_alone_decides_the_schedule():
+    sft = yaml.safe_load((ROOT / "examples/demo-sft.yaml").read_text())
+    sft["optim"].pop("lr_scheduler_type")
+    sft["optim"]["warmup_style"] = "cosine"
+    result = validate_document(Document(DocumentKind.SFT, sft, "", "sft.yaml", {}))
+    assert result.ok, [p.render() for p in result.problems]
+    assert build_sft_plan(result.sft_config, None).optim.lr_scheduler_type == "cosine"
