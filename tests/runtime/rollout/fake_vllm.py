@@ -15,8 +15,11 @@ the surface below was read from upstream sources (vllm-project/vllm, as stored i
   lora_request=None, priority=None) -> list[RequestOutput]` in input order;
   `collective_rpc(method, timeout=None, args=(), kwargs=None) -> list` calls a callable method as
   `method(worker, *args, **kwargs)` on each worker (one, in-process, with the external launcher).
-* `vllm/v1/worker/gpu_worker.py`: `worker.model_runner.model.load_weights(weights)` takes an
-  iterable of (HF name, tensor) and returns the loaded names.
+* `vllm/v1/worker/gpu_worker.py` (0.32.0, the CPU worker inherits it): `collective_rpc(
+  "reload_weights", kwargs={"weights_iterator": ..., "is_checkpoint_format": True})` reloads in
+  place from (HF name, tensor) pairs; `LLM.reset_prefix_cache()` drops KV of the old weights.
+* `vllm/platforms`: `current_platform.device_type`, `is_sleep_mode_available()` (a GPU here; the
+  real CPU engine is exercised by tests/runtime/rollout/vllm_cpu/).
 
 What the fake enforces beyond signatures is vLLM's behaviour that the rollout relies on: weights
 must be loaded before generating (load_format="dummy" starts random), nothing runs while asleep,
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import types
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -49,6 +53,17 @@ ENGINE_ARGS = frozenset(
     }
 )  # fmt: skip
 WAKE_TAGS = frozenset({"weights", "kv_cache", "scheduling"})
+
+
+class _Platform:
+    device_type = "cuda"
+
+    def is_sleep_mode_available(self) -> bool:
+        return True
+
+
+# Registered as sys.modules["vllm.platforms"] by the tests that install the fake.
+platforms = types.SimpleNamespace(current_platform=_Platform())
 
 
 @dataclasses.dataclass
@@ -124,6 +139,15 @@ class _Worker:
     def __init__(self, model: FakeModel) -> None:
         self.model_runner = _ModelRunner(model)
 
+    def reload_weights(
+        self,
+        weights_iterator: Iterable[tuple[str, torch.Tensor]] | None = None,
+        weights_path: str | None = None,
+        is_checkpoint_format: bool = True,
+    ) -> None:
+        assert weights_iterator is not None and is_checkpoint_format
+        self.model_runner.model.load_weights(weights_iterator)
+
 
 # The fake learns the model's parameter names and shapes from whoever builds it (the test).
 MODEL_SHAPES: dict[str, torch.Size] = {}
@@ -163,12 +187,18 @@ class LLM:
         args: tuple = (),
         kwargs: dict[str, Any] | None = None,
     ) -> list[Any]:
-        assert callable(method)
         assert "weights" not in self.asleep, "weights are asleep: wake_up(['weights']) first"
-        self.calls.append(("collective_rpc", len(args[0]) if args else 0))
-        result = method(self.worker, *args, **(kwargs or {}))
+        self.calls.append(("collective_rpc", method if isinstance(method, str) else "callable"))
+        bound = getattr(self.worker, method) if isinstance(method, str) else None
+        result = bound(*args, **(kwargs or {})) if bound else method(self.worker, *args)
         self.weights_valid = set(self.model.weights) == set(self.model.shapes)
         return [result]
+
+    def reset_prefix_cache(
+        self, reset_running_requests: bool = False, reset_connector: bool = False
+    ) -> bool:
+        self.calls.append(("reset_prefix_cache", None))
+        return True
 
     def generate(
         self,

@@ -4,7 +4,7 @@ Constructing `vllm.LLM` needs a GPU; its classes, signatures and argument datacl
 these tests prove, at the pinned version, that every engine argument kuberl passes is a real
 `EngineArgs` field, that the sampling fields build a real `SamplingParams`, that `sleep`,
 `wake_up`, `collective_rpc` and `generate` take what the rollout passes, and that the
-weight-loading path (`worker.model_runner.model.load_weights`) exists. The fake
+weight-reload path (`Worker.reload_weights`, `LLM.reset_prefix_cache`) exists. The fake
 (`fake_vllm.py`), kept for what needs a GPU (sleep/wake state, load order, generation), is
 checked to mirror the same signatures.
 """
@@ -24,11 +24,11 @@ from kuberl_api.plan.standalone import rollout_plan
 from kuberl_runtime.rollout.base import SamplingParams
 from kuberl_runtime.rollout.vllm import (
     CACHE_TAGS,
+    RELOAD_METHOD,
     SLEEP_LEVEL,
     WEIGHTS_TAGS,
     build_engine_kwargs,
     build_sampling_kwargs,
-    load_weights_on_worker,
 )
 
 vllm = pytest.importorskip("vllm", reason="the `vllm` extra is part of the test environment")
@@ -142,23 +142,28 @@ def test_collective_rpc_and_generate_take_what_the_rollout_passes():
     assert "prompt_token_ids" in TokensPrompt.__annotations__
 
 
-def test_the_weight_loading_path_exists_on_the_real_worker_and_models():
-    from vllm.model_executor.models.qwen2 import Qwen2ForCausalLM
-    from vllm.model_executor.models.qwen3 import Qwen3ForCausalLM
+def test_the_weight_reload_path_exists_on_the_real_workers():
+    from vllm.v1.worker.cpu_worker import CPUWorker
     from vllm.v1.worker.gpu_worker import Worker
 
-    assert "self.model_runner.model" in inspect.getsource(Worker)
-    for cls in (Qwen2ForCausalLM, Qwen3ForCausalLM):
-        assert list(inspect.signature(cls.load_weights).parameters) == ["self", "weights"]
-    source = inspect.getsource(load_weights_on_worker)
-    assert "worker.model_runner.model.load_weights(weights=" in source
+    assert RELOAD_METHOD == "reload_weights"
+    assert issubclass(CPUWorker, Worker)  # the CPU engine reloads through the same method
+    assert "self.model_runner.reload_weights" in inspect.getsource(Worker.reload_weights)
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    params = inspect.signature(GPUModelRunner.reload_weights).parameters
+    assert {"weights_iterator", "is_checkpoint_format"} <= set(params)
+    assert "reset_running_requests" in inspect.signature(vllm.LLM.reset_prefix_cache).parameters
+    from vllm.platforms.interface import Platform
+
+    assert callable(Platform.is_sleep_mode_available)
 
 
 def test_the_fake_mirrors_the_real_signatures():
     fake = _fake()
     assert fake.__version__ == vllm.__version__
     assert _engine_arg_names() >= fake.ENGINE_ARGS, fake.ENGINE_ARGS - _engine_arg_names()
-    for name in ("sleep", "wake_up", "collective_rpc"):
+    for name in ("sleep", "wake_up", "collective_rpc", "reset_prefix_cache"):
         real = inspect.signature(getattr(vllm.LLM, name)).parameters
         mirror = inspect.signature(getattr(fake.LLM, name)).parameters
         assert list(mirror) == list(real), name

@@ -19,6 +19,7 @@ def test_cache_is_emptied_before_each_wake_up(monkeypatch):
     fake = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "vllm", fake)
     spec.loader.exec_module(fake)
+    monkeypatch.setitem(sys.modules, "vllm.platforms", fake.platforms)
     events: list[str] = []
     monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
     monkeypatch.setattr(torch.accelerator, "empty_cache", lambda: events.append("empty_cache"))
