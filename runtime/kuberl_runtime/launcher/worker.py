@@ -52,7 +52,11 @@ def run_worker(run: RunConfig) -> None:
             SFTTrainer(sft, progress_reporter_from_env()).fit()
         else:
             components = build_components(run, device, ranks)
-            Trainer(components, progress_reporter_from_env()).fit()
+            try:
+                Trainer(components, progress_reporter_from_env()).fit()
+            finally:
+                # vLLM's teardown needs the default process group: before shutdown_distributed.
+                components.rollout.close()
     finally:
         shutdown_distributed()
 

@@ -54,6 +54,11 @@ class RolloutEngine(Protocol):
 
     def wake_up(self) -> None: ...
 
+    def close(self) -> None:
+        """Free the engine, while the trainer's process group still exists (the launcher calls it
+        before `shutdown_distributed`)."""
+        ...
+
 
 def response_mask_from(
     responses: torch.Tensor, eos_ids: Sequence[int], ignore_eos: bool

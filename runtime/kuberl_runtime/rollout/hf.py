@@ -52,6 +52,9 @@ class HFRollout:
     def wake_up(self) -> None:
         """See `sleep`."""
 
+    def close(self) -> None:
+        """The model is the trainer's host copy: nothing of its own to free."""
+
     @torch.no_grad()
     def generate(
         self,
