@@ -39,7 +39,6 @@ from kuberl_runtime.dryrun.shapes import ACCELERATORS
 from kuberl_runtime.dryrun.values import KnownValues
 from kuberl_runtime.dryrun.vision import (
     create_vision_optimizer_state,
-    refuse_sequence_parallel,
     vision_parameters,
 )
 from kuberl_runtime.engine.actor import Actor, ActorSettings
@@ -173,7 +172,6 @@ def _run_phases(
     gpu = Device("cuda")  # the precision/offload decisions of a GPU run; storage stays fake
     fsdp = fsdp_plan({"dtype": spec.param_dtype})
     phases: list[PhaseResult] = []
-    refuse_sequence_parallel(spec.model_config, sp)
     # FSDP shards over the whole world (dp x sp), as the runtime's build_sharded does.
     actor_model = with_sp(sp, build_causal_lm_empty, model_spec, torch_dtype(spec.actor_dtype))
     model = apply_fsdp(actor_model, fsdp, gpu, mesh)
@@ -188,11 +186,11 @@ def _run_phases(
     actor = Actor(model, _actor_config(spec), _settings(spec, sp), ref_model=ref)
     ref_bytes = _local_bytes(ref) if ref is not None else 0
     update_batch = _batch(spec, spec.micro_batch_rows, with_targets=True)
-    create_vision_optimizer_state(model)
 
     def update() -> None:
         model.train()
         actor.backward_micro(update_batch, _global_batch(spec))
+        create_vision_optimizer_state(model)  # the vision tower's gradients come last
         clip_and_step_unchecked(model, actor.optimizer, 1.0, grad_norm(model))
 
     # The update first: from then on the optimizer state is resident, as in every later step.

@@ -25,7 +25,7 @@ from kuberl_runtime.dryrun.layers import model_difference, num_layers
 from kuberl_runtime.dryrun.probes import CollectiveBytes, LargestAllocation, MemTracker
 from kuberl_runtime.dryrun.run import CPU, DryRunInput, _fake_world, _model_spec, _sync, _total
 from kuberl_runtime.dryrun.sequence_parallel import measured_group
-from kuberl_runtime.dryrun.vision import refuse_sequence_parallel, vision_parameters
+from kuberl_runtime.dryrun.vision import vision_parameters
 from kuberl_runtime.engine.fsdp import apply_fsdp, torch_dtype
 from kuberl_runtime.engine.model_builder import build_causal_lm_empty
 from kuberl_runtime.trainer.components import with_sp
@@ -46,7 +46,6 @@ def survey(spec: DryRunInput) -> Survey:
     """The actor of `spec` at its config's depth, sharded on a fake world (see the module doc)."""
     with _fake_world(spec.world_size) as mesh, tempfile.TemporaryDirectory() as tmp:
         sp = measured_group(spec)
-        refuse_sequence_parallel(spec.model_config, sp)
         model_spec = _model_spec(spec, Path(tmp))
         with FakeTensorMode(allow_non_fake_inputs=True):
             model = with_sp(sp, build_causal_lm_empty, model_spec, torch_dtype(spec.actor_dtype))

@@ -3,36 +3,28 @@
 The model is built by the runtime's own path (`model_builder.build_causal_lm_empty` picks the
 image-text class for a VL config) and sharded with it, vision blocks included, so the sharded
 parameters of the encoder are resident as in a run. The dry run's rows are text only: the
-encoder never runs, so its activations and gradients are not in the peaks. Its AdamW state is:
-unless `freeze_vision_tower`, every trainable vision parameter gets a zero gradient before the
-first (warm-up) step, which creates that state as the first step with images would.
+encoder never runs, so its activations are not in the peaks. Its gradients and AdamW state are:
+unless `freeze_vision_tower`, every trainable vision parameter gets a zero gradient after each
+update's backward (with images, the encoder's gradients come last in it), so every optimizer
+step, the warm-up's and the measured one, steps it as a step with images would. (Stepped in
+the warm-up only, the measured step ran over other tensors, missed DTensor's
+sharding-propagation cache and counted its global-shape fake temporaries.)
+With Ulysses SP, each rank embeds the whole sequence and its language model runs on its slice
+(engine/ulysses.py `split_after_image_merge`), measured as the runtime runs it.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import nn
 
-from kuberl_runtime.dryrun.sequence_parallel import SP_KEY
 from kuberl_runtime.engine.model_builder import vision_tower
-from kuberl_runtime.engine.ulysses import UlyssesGroup
 
 
 def vision_parameters(model: nn.Module) -> int:
     """The vision encoder's parameters (global count), 0 for a text model."""
     tower = vision_tower(model)
     return 0 if tower is None else sum(p.numel() for p in tower.parameters())
-
-
-def refuse_sequence_parallel(config: dict[str, Any], sp: UlyssesGroup) -> None:
-    """Ulysses SP with a VL model runs (docs/sp.md) but is not measured here yet: refused."""
-    if sp.size > 1 and "vision_config" in config:
-        raise ValueError(
-            f"{SP_KEY}={sp.size} with a vision-language model is not supported yet by the dry "
-            "run (the runtime runs it); plan with 1 for an estimate without SP"
-        )
 
 
 def create_vision_optimizer_state(model: nn.Module) -> None:

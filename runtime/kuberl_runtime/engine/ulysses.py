@@ -147,10 +147,18 @@ def split_after_image_merge(
     has run on whole images; this rank's language model then runs on its slice of the merged
     embeddings and of the positions (mrope: (3 or 4, rows, S)), as a text model runs on its
     slice of the ids. The embeddings' gradient is this rank's slice only: the vision encoder's
-    gradients add up over the SP group like every other weight's (module doc)."""
+    gradients add up over the SP group like every other weight's (module doc).
+
+    Without grad (log-probs), the slice is taken of the embeddings detached: gradient
+    checkpointing marks them as requiring grad (transformers' `enable_input_require_grads`), and
+    a view of such a tensor taken without grad requires grad with no grad function, which
+    autograd hooks on the language model's inputs cannot follow (torch's module tracker, under
+    the dry run's memory tracker and FLOP counter: "Expected gradient function to be set")."""
     if not kwargs.pop(WHOLE_SEQUENCE, False):
         return None
     embeds = kwargs["inputs_embeds"]
+    if not torch.is_grad_enabled():
+        embeds = embeds.detach()
     span = local_span(embeds.shape[1], kwargs["ulysses_group"])
     kwargs["inputs_embeds"] = embeds[:, span]
     kwargs["position_ids"] = kwargs["position_ids"][..., span]

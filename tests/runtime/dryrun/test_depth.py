@@ -212,11 +212,14 @@ def test_a_vl_model_extrapolates_its_text_layers_only():
 
     tokenizer = build_tiny_vl_processor().tokenizer
     config = build_tiny_vl_config(tokenizer, num_layers=6, hidden=128, vision_depth=2)
+    # Rows long enough that the update peaks in the backward at every depth: at 32 + 32 tokens
+    # it moves to the optimizer step at 5 layers (the max of two lines is not one line), and
+    # the check falls back to executing every layer.
     spec = DryRunInput(
         model_config=config.to_dict(),
         world_size=2,
-        prompt_length=32,
-        response_length=32,
+        prompt_length=128,
+        response_length=128,
         micro_batch_rows=2,
         log_prob_micro_batch_rows=2,
     )

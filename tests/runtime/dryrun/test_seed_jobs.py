@@ -92,6 +92,28 @@ def test_the_seed_vl_table_plans_with_sp(capsys, tmp_path):
     assert_fits_with_headroom(out, "910B")
 
 
+def test_the_seed_vl_table_plans_a_vl_model_with_sp(capsys, tmp_path):
+    """The same table on a Qwen2.5-VL model (tiny, its vision encoder trained): the dry run runs
+    the runtime's SP path for it (whole sequences embedded, the language model on its slice)."""
+    from kuberl_runtime.testing.tiny_vl import build_tiny_vl_config, build_tiny_vl_processor
+
+    table = tmp_path / "modelarts-vl-sp2.yaml"
+    table.write_text(
+        MODELARTS_32B.read_text()
+        + "backend_config.data.image_key: images\n"
+        + "backend_config.actor_rollout_ref.actor.ulysses_sequence_parallel_size: 2\n"
+    )
+    tokenizer = build_tiny_vl_processor().tokenizer
+    config = tmp_path / "config.json"
+    config.write_text(build_tiny_vl_config(tokenizer, hidden=128, vision_depth=2).to_json_string())
+    rc, out, err = plan(capsys, str(table), "--model-config", str(config))
+    assert rc == 0, out + err
+    assert "ulysses_sequence_parallel_size=2): dp 16 x sp 2" in out
+    assert "update_actor 3072, old_log_prob 6144, ref_log_prob 6144" in out
+    assert "of those parameters (trained)" in out
+    assert "fits: training peak" in out
+
+
 def test_huge_micro_batch_is_refused_with_the_value_that_fits(capsys):
     """80 full-length rows per update micro-batch (the rank's whole mini-batch) on H100."""
     key = "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"

@@ -1,6 +1,7 @@
 """A vision-language model in the dry run (tiny Qwen2.5-VL, built from its config by the runtime's
 model_builder path): the vision encoder's parameters are counted, and its AdamW state is resident
-unless `freeze_vision_tower`; Ulysses SP with it is refused as the runtime refuses it."""
+unless `freeze_vision_tower`. Ulysses SP with it runs, in the runtime and here:
+test_vision_sequence_parallel.py."""
 
 from __future__ import annotations
 
@@ -52,8 +53,3 @@ def test_its_adamw_state_is_resident_unless_frozen(reports, spec):
     state = 2 * 4 * trained.vision_parameters / spec.world_size
     assert trained.static_bytes - frozen.static_bytes == pytest.approx(state, rel=0.02)
     assert "(frozen: no optimizer state)" in format_report(frozen)
-
-
-def test_sequence_parallel_with_a_vl_model_is_refused(spec):
-    with pytest.raises(ValueError, match="ulysses_sequence_parallel_size=2 with a vision-language"):
-        run_dry(dataclasses.replace(spec, sp_size=2))
