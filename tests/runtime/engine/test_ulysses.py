@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
-from torch.distributed.tensor import DTensor
 from transformers import AutoTokenizer
 
 from kuberl_api.plan.standalone import actor_plan, critic_plan
@@ -36,6 +35,7 @@ from kuberl_runtime.engine.micro import MicroBatching
 from kuberl_runtime.engine.model_builder import ModelSpec, build_causal_lm, build_value_model
 from kuberl_runtime.engine.ulysses import NO_SP, build_ulysses_group, use_ulysses_attention
 from kuberl_runtime.trainer.batch import Batch
+from support.sp_oracle import assert_close, capture_grads, mean_over_ranks, on_rank0
 
 if __package__:
     from tests.runtime.engine.conftest import TOKENIZER_DIR, fixed_batch
@@ -45,8 +45,8 @@ else:  # a rank started by the test below runs this file as a script, beside con
 pytestmark = pytest.mark.runtime
 
 CPU = Device("cpu")
+TESTS = Path(__file__).resolve().parents[2]
 ROWS = 8
-TOLERANCE = {"atol": 2e-5, "rtol": 1e-4}
 MICRO = {  # one packed case with token budgets, one padded with fixed micro-batches
     True: {"use_dynamic_bsz": True, "ppo_max_token_len_per_gpu": 40},
     False: {"ppo_micro_batch_size_per_gpu": 3},
@@ -66,42 +66,6 @@ def _batch(tokenizer) -> Batch:
     return batch
 
 
-def _capture(module) -> list[dict[str, torch.Tensor]]:
-    """The update's optimizer steps record the full gradients and drop them instead."""
-    steps: list[dict[str, torch.Tensor]] = []
-
-    def capture(model, optimizer, max_norm):
-        steps.append(
-            {
-                name: p.grad.full_tensor() if isinstance(p.grad, DTensor) else p.grad.clone()
-                for name, p in model.named_parameters()
-                if p.grad is not None
-            }
-        )
-        optimizer.zero_grad(set_to_none=True)
-        return 0.0, True
-
-    module.clip_and_step = capture
-    return steps
-
-
-def _close(ours, theirs, what):
-    torch.testing.assert_close(ours, theirs, **TOLERANCE, msg=lambda m: f"{what}: {m}")
-
-
-def _mean_over_ranks(value: float) -> float:
-    box = [None] * dist.get_world_size()
-    dist.all_gather_object(box, value)
-    return sum(box) / len(box)
-
-
-def _on_rank0(compute):
-    """`compute()` on rank 0 only (the oracle runs no collectives), its result on every rank."""
-    box = [compute() if dist.get_rank() == 0 else None]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
-
-
 def _actor_oracle(spec, node, packed, ref_model):
     """One rank, a plain model, fixed micro-batches: what the SP actor must reproduce."""
     batch = _batch(AutoTokenizer.from_pretrained(TOKENIZER_DIR))
@@ -109,7 +73,7 @@ def _actor_oracle(spec, node, packed, ref_model):
     node = {**node, **ORACLE_MICRO}
     oracle = Actor(build_causal_lm(spec), actor_plan(node), settings, ref_model=ref_model)
     budget = MicroBatching(2, False)
-    steps = _capture(actor_module)
+    steps = capture_grads(actor_module)
     return {
         **oracle.compute_log_prob(batch, budget, calculate_entropy=True),
         "ref_log_prob": oracle.compute_ref_log_prob(batch, budget),
@@ -134,7 +98,7 @@ def _check_actor(model_dir, tokenizer, sp, dp, dp_rank, packed):
     torch.manual_seed(7)  # the reference differs from the actor
     for p in ref.parameters():
         p.add_(torch.randn_like(p) * 0.02)
-    want = _on_rank0(lambda: _actor_oracle(spec, node, packed, ref))
+    want = on_rank0(lambda: _actor_oracle(spec, node, packed, ref))
 
     # Packed: the SP actor also recomputes its layers in backward (gradient checkpointing), so
     # the attention's collectives run again there.
@@ -154,15 +118,15 @@ def _check_actor(model_dir, tokenizer, sp, dp, dp_rank, packed):
     got = actor.compute_log_prob(local, sp_budget, calculate_entropy=True)
     got["ref_log_prob"] = actor.compute_ref_log_prob(local, sp_budget)
     for key in ("old_log_probs", "entropys", "ref_log_prob"):
-        _close(got[key][mask], want[key][rows][mask], key)
+        assert_close(got[key][mask], want[key][rows][mask], key)
 
-    steps = _capture(actor_module)
+    steps = capture_grads(actor_module)
     got_metrics = actor.update_policy(local)
     for key in ("actor/pg_loss", "actor/kl_loss", "actor/entropy"):
-        _close(_mean_over_ranks(got_metrics[key][0]), want["metrics"][key][0], key)
+        assert_close(mean_over_ranks(got_metrics[key][0]), want["metrics"][key][0], key)
     assert steps[0].keys() == want["grads"].keys()
     for name, grad in steps[0].items():
-        _close(grad, want["grads"][name], f"actor grad {name}")
+        assert_close(grad, want["grads"][name], f"actor grad {name}")
 
 
 def _critic_oracle(spec, node):
@@ -171,7 +135,7 @@ def _critic_oracle(spec, node):
     plan = critic_plan({**node, **ORACLE_MICRO, "forward_micro_batch_size_per_gpu": 3})
     model = build_value_model(spec)
     oracle = Critic(model, plan, rollout_n=1, world_size=1, total_training_steps=1)
-    steps = _capture(critic_module)
+    steps = capture_grads(critic_module)
     values = oracle.compute_values(batch)
     return {"values": values, "metrics": oracle.update_critic(batch), "grads": steps[0]}
 
@@ -188,7 +152,7 @@ def _check_critic(model_dir, tokenizer, sp, dp, dp_rank, packed):
         **MICRO[packed],
     }
     spec = ModelSpec(path=str(model_dir))
-    want = _on_rank0(lambda: _critic_oracle(spec, node))
+    want = on_rank0(lambda: _critic_oracle(spec, node))
     torch.manual_seed(3)  # the same value head as the oracle's
     model = build_value_model(spec)
     use_ulysses_attention(model)
@@ -199,14 +163,14 @@ def _check_critic(model_dir, tokenizer, sp, dp, dp_rank, packed):
     rows = list(range(dp_rank * ROWS // dp, (dp_rank + 1) * ROWS // dp))
     local = batch.select(rows)
     mask = local["response_mask"].bool()
-    _close(critic.compute_values(local)[mask], want["values"][rows][mask], "values")
-    steps = _capture(critic_module)
+    assert_close(critic.compute_values(local)[mask], want["values"][rows][mask], "values")
+    steps = capture_grads(critic_module)
     got = critic.update_critic(local)
-    vf_loss = _mean_over_ranks(got["critic/vf_loss"][0])
-    _close(vf_loss, want["metrics"]["critic/vf_loss"][0], "vf_loss")
+    vf_loss = mean_over_ranks(got["critic/vf_loss"][0])
+    assert_close(vf_loss, want["metrics"]["critic/vf_loss"][0], "vf_loss")
     assert steps[0].keys() == want["grads"].keys()
     for name, grad in steps[0].items():
-        _close(grad, want["grads"][name], f"critic grad {name}")
+        assert_close(grad, want["grads"][name], f"critic grad {name}")
 
 
 def _rank(rank: int, world: int, sp_size: int, store: str, model_dir: str) -> None:
@@ -234,7 +198,11 @@ def _rank(rank: int, world: int, sp_size: int, store: str, model_dir: str) -> No
 @pytest.mark.parametrize(("world", "sp"), [(2, 2), (4, 2), (4, 4)])
 def test_sequence_parallel_equals_one_rank(world, sp, tiny_model_path: Path, tmp_path):
     store = tmp_path / "store"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(TESTS),  # support/, as pytest's pythonpath
+    }
     ranks = [
         subprocess.Popen(
             [
