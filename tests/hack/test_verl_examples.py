@@ -66,8 +66,8 @@ def test_each_script_is_passed_refused_or_skipped_with_the_reason(base):
     assert spelling.status == "pass", spelling.problems
     offload = results["grpo_trainer/run_offload_fsdp.sh"]
     assert offload.status == "refused"
-    assert offload.keys == ["actor_rollout_ref.actor.fsdp_config.optimizer_offload"]
-    assert "optimizer" in offload.problems[0]
+    assert offload.keys == ["actor_rollout_ref.model.enable_activation_offload"]
+    assert "activation offload" in offload.problems[0]
     engine = results["grpo_trainer/run_engine_choice.sh"]
     assert (engine.status, engine.detail) == ("skipped", "model_engine=megatron")
     other = results["other/preprocess.sh"]
@@ -77,4 +77,4 @@ def test_each_script_is_passed_refused_or_skipped_with_the_reason(base):
 def test_the_report_counts_passes_and_tallies_refused_keys(base):
     text = verl_examples.report(verl_examples.check_directory(DATA, base), top=5)
     assert "FSDP trainer scripts: 2/3 validate (67%); skipped 2, failed to run 0" in text
-    assert "    1 actor_rollout_ref.actor.fsdp_config.optimizer_offload" in text
+    assert "    1 actor_rollout_ref.model.enable_activation_offload" in text

@@ -1,12 +1,19 @@
 """Fates of the FSDP, optimiser and checkpoint blocks, which sit under several parents."""
 
 from kuberl_api.keys.entry import KeyEntry, honoured, no_effect, refused
-from kuberl_api.keys.where import CHECKPOINT, COMPONENTS, DEPRECATED, FSDP, OPTIM, PLAN
+from kuberl_api.keys.where import (
+    CHECKPOINT,
+    COMPONENTS,
+    DEPRECATED,
+    FSDP,
+    OPTIM,
+    OPTIM_OFFLOAD,
+    PLAN,
+)
 
 FSDP1_ONLY = "an FSDP1 knob; kuberl runs FSDP2, where it has no meaning"
 NO_WRAP = "kuberl wraps one FSDP unit per decoder layer; remove it or set 0"
 HSDP = "hybrid sharding is not supported; remove it or set -1"
-OPTIM_OFFLOAD = "optimizer offload is not supported yet; remove it or use param_offload"
 
 
 def trained_fsdp_keys(prefix: str) -> list[KeyEntry]:
@@ -17,7 +24,7 @@ def trained_fsdp_keys(prefix: str) -> list[KeyEntry]:
         honoured(p + "param_offload", FSDP),
         # Deprecated: converted to param_offload (FSDP2 offloads grads with params).
         honoured(p + "grad_offload", "api/kuberl_api/validation/deprecations.py"),
-        refused(p + "optimizer_offload", OPTIM_OFFLOAD),
+        honoured(p + "optimizer_offload", OPTIM_OFFLOAD),
         honoured(p + "offload_policy", FSDP),
         honoured(p + "reshard_after_forward", FSDP),
         refused(p + "fsdp_size", HSDP),

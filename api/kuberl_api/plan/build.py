@@ -191,7 +191,7 @@ def _ref(cfg: BackendConfig) -> RefPlan:
         log_prob_micro_batch_size_per_gpu=ref.log_prob_micro_batch_size_per_gpu or 0,
         log_prob_use_dynamic_bsz=bool(ref.log_prob_use_dynamic_bsz),
         log_prob_max_token_len_per_gpu=_filled(ref.log_prob_max_token_len_per_gpu),
-        fsdp_config=fsdp_section(ref.fsdp_config),
+        fsdp_config=fsdp_section(ref.fsdp_config, trained=False),
     )
 
 
@@ -284,7 +284,7 @@ def _reward_model(cfg: BackendConfig) -> RewardModelPlan:
         trust_remote_code=rm.model.trust_remote_code,
         micro_batch_size_per_gpu=rm.micro_batch_size_per_gpu or 0,
         input_tokenizer=rm.model.input_tokenizer or "",
-        fsdp_config=fsdp_section(rm.model.fsdp_config),
+        fsdp_config=fsdp_section(rm.model.fsdp_config, trained=False),
     )
 
 

@@ -30,9 +30,11 @@ def optim_section(optim: OptimConfig) -> OptimPlan:
     )
 
 
-def fsdp_section(fsdp: FSDPConfig) -> FSDPPlan:
+def fsdp_section(fsdp: FSDPConfig, *, trained: bool = True) -> FSDPPlan:
+    """`trained`: the model has an optimizer (actor, critic, SFT model)."""
     return FSDPPlan(
         param_offload=fsdp.param_offload,
+        optimizer_offload=trained and fsdp.optimizer_offload,
         offload_policy=fsdp.offload_policy,
         reshard_after_forward=fsdp.reshard_after_forward,
         dtype=fsdp.dtype,

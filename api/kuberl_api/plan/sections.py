@@ -109,6 +109,9 @@ class OptimPlan(Frozen):
 
 class FSDPPlan(Frozen):
     param_offload: bool
+    optimizer_offload: bool
+    """The optimizer state in host memory between optimizer steps (engine/optim_offload.py);
+    false for models that are not trained (reference, reward model)."""
     offload_policy: bool
     reshard_after_forward: bool
     dtype: str

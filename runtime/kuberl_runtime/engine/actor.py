@@ -34,6 +34,7 @@ from kuberl_runtime.engine.multimodal import (
     join_multi_modal,
 )
 from kuberl_runtime.engine.optim import build_lr_scheduler, build_optimizer, clip_and_step
+from kuberl_runtime.engine.optim_offload import OptimizerOffload
 from kuberl_runtime.engine.packing import fixed_micro_batches
 from kuberl_runtime.engine.ulysses import NO_SP, UlyssesGroup
 from kuberl_runtime.trainer.batch import Batch
@@ -68,6 +69,9 @@ class Actor:
         self.settings = settings
         self.ref_model = ref_model
         self.optimizer = build_optimizer(model, cfg.optim)
+        self.optimizer_offload = OptimizerOffload(
+            self.optimizer, enabled=cfg.fsdp_config.optimizer_offload
+        )
         self.lr_scheduler = build_lr_scheduler(
             self.optimizer, cfg.optim, settings.total_training_steps
         )
@@ -161,7 +165,8 @@ class Actor:
                             metrics[key].append(float(value))
                 for key, value in summed.items():
                     metrics[key].append(value)
-                grad_norm, _ = clip_and_step(self.model, self.optimizer, cfg.grad_clip)
+                with self.optimizer_offload.for_step():
+                    grad_norm, _ = clip_and_step(self.model, self.optimizer, cfg.grad_clip)
                 metrics["actor/grad_norm"].append(grad_norm)
         metrics["actor/lr"].append(self.lr_scheduler.get_last_lr()[0])
         self.lr_scheduler.step()

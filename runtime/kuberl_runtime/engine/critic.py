@@ -22,6 +22,7 @@ from kuberl_runtime.engine.micro import (
 )
 from kuberl_runtime.engine.model_builder import model_device
 from kuberl_runtime.engine.optim import build_lr_scheduler, build_optimizer, clip_and_step
+from kuberl_runtime.engine.optim_offload import OptimizerOffload
 from kuberl_runtime.engine.packing import fixed_micro_batches
 from kuberl_runtime.engine.ulysses import NO_SP, UlyssesGroup
 from kuberl_runtime.trainer.batch import Batch
@@ -47,6 +48,9 @@ class Critic:
         self.world_size = world_size
         self.sp = sp
         self.optimizer = build_optimizer(model, cfg.optim)
+        self.optimizer_offload = OptimizerOffload(
+            self.optimizer, enabled=cfg.model.fsdp_config.optimizer_offload
+        )
         self.lr_scheduler = build_lr_scheduler(self.optimizer, cfg.optim, total_training_steps)
 
     def compute_values(self, batch: Batch) -> torch.Tensor:
@@ -104,7 +108,8 @@ class Critic:
                     for key, value in micro_metrics.items():
                         metrics[key].append(float(value))
                 metrics["critic/vf_loss"].append(vf_loss)
-                grad_norm, _ = clip_and_step(self.model, self.optimizer, cfg.grad_clip)
+                with self.optimizer_offload.for_step():
+                    grad_norm, _ = clip_and_step(self.model, self.optimizer, cfg.grad_clip)
                 metrics["critic/grad_norm"].append(grad_norm)
         metrics["critic/lr"].append(self.lr_scheduler.get_last_lr()[0])
         self.lr_scheduler.step()

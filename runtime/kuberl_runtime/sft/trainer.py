@@ -27,6 +27,7 @@ from kuberl_runtime.engine.logprob import forward_responses
 from kuberl_runtime.engine.micro import MicroBatching
 from kuberl_runtime.engine.model_builder import build_causal_lm, model_device
 from kuberl_runtime.engine.optim import clip_and_step
+from kuberl_runtime.engine.optim_offload import OptimizerOffload
 from kuberl_runtime.faults import maybe_crash
 from kuberl_runtime.sft.batches import collate, rank_share
 from kuberl_runtime.sft.components import SFTComponents
@@ -47,6 +48,9 @@ class SFTTrainer:
         self.global_step = 0
         self.tracker = Tracker([])
         self._saved: tuple[int, Path] | None = None
+        self.optimizer_offload = OptimizerOffload(
+            components.optimizer, enabled=self.plan.fsdp_config.optimizer_offload
+        )
         checkpoint = self.plan.checkpoint
         contents = Contents(tuple(checkpoint.save_contents), tuple(checkpoint.load_contents))
         self.checkpoints = CheckpointManager(
@@ -90,7 +94,10 @@ class SFTTrainer:
                 batch = self._local_batch(self.c.sampler.next_batch())
                 maybe_crash("step_middle", step)
                 loss, tokens = self._update(batch)
-                grad_norm, _ = clip_and_step(self.c.model, self.c.optimizer, self.plan.grad_clip)
+                with self.optimizer_offload.for_step():
+                    grad_norm, _ = clip_and_step(
+                        self.c.model, self.c.optimizer, self.plan.grad_clip
+                    )
                 lr = self.c.lr_scheduler.get_last_lr()[0]
                 self.c.lr_scheduler.step()
             extra: dict[str, float] = {}
@@ -215,6 +222,7 @@ class SFTTrainer:
         logger.info("resuming from %s", step_dir)
         state = self._state(0)
         self.checkpoints.load(step_dir, state)
+        self.optimizer_offload.park()  # loading puts the state beside the parameters
         if state.extra:
             self.c.lr_scheduler.load_state_dict(state.extra["actor_lr_scheduler"])
             restore_rng(state.extra["rng"])

@@ -34,6 +34,11 @@ def restore_train_state(
     """Load `step_dir` into the components; returns its global step."""
     state = train_state(c, kl_ctrl, 0)
     manager.load(step_dir, state)
+    # Loading puts optimizer state beside the parameters; with optimizer_offload it lives on
+    # the host until the next step.
+    c.actor.optimizer_offload.park()
+    if c.critic is not None:
+        c.critic.optimizer_offload.park()
     if state.extra:  # load_contents without `extra`: fresh schedulers, RNG and KL coefficient
         _restore_extra(c, state.extra, kl_ctrl)
     c.sampler.load_state_dict(state.data["sampler"])

@@ -240,6 +240,14 @@ CASES = [
         "actor_rollout_ref.actor.fsdp_config.param_offload",
         True,
     ),
+    (
+        {
+            "actor_train.strategy_args.strategy_name": "deepspeed_train",
+            "actor_train.strategy_args.strategy_config": "${deepspeed_zero3_cpuoffload}",
+        },
+        "actor_rollout_ref.actor.fsdp_config.optimizer_offload",
+        True,
+    ),
     # infer_batch_size, device_mapping, num_gpus_per_node
     (
         {"actor_train.infer_batch_size": 6},

@@ -166,15 +166,6 @@ CASES = [
     # rejections: an error naming the key
     # (mapped onto verl keys the key registry refuses: api/kuberl_api/keys)
     (
-        {
-            "actor_train.strategy_args.strategy_name": "deepspeed_train",
-            SC: "${deepspeed_zero3_cpuoffload}",
-        },
-        E,
-        f"{SC}.zero_optimization.offload_optimizer",
-        "optimizer offload is not supported yet",
-    ),
-    (
         {"actor_train.data_args.prompt": "instruction"},
         E,
         "actor_train.data_args.messages",
