@@ -6,18 +6,18 @@ deprecated keys into their replacements, so code below this edge reads one typed
 
 import posixpath
 
+from kuberl_api.accelerators import NO_ACCELERATOR, kind_of_resource
 from kuberl_api.backend_config import BackendConfig
 from kuberl_api.backend_config.sft import SFTTrainerConfig
 from kuberl_api.backend_config.trainer import TrainerConfig
 from kuberl_api.job import EngineKwargs
 from kuberl_api.platform import WorkerPool
 
-DEVICE_BY_ACCELERATOR = {"nvidia.com/gpu": "cuda", "huawei.com/Ascend910": "npu", "none": "cpu"}
 VERL_DEFAULT_GPUS_PER_NODE = 8
 
 
 def accelerator_pools(pools: list[WorkerPool]) -> list[WorkerPool]:
-    return [p for p in pools if p.accelerator.type != "none"]
+    return [p for p in pools if p.accelerator.type != NO_ACCELERATOR]
 
 
 def build_effective_backend_config(
@@ -49,7 +49,7 @@ def place_on_pools(trainer: TrainerConfig | SFTTrainerConfig, pools: list[Worker
     if accelerated:
         trainer.nnodes = trainer.nnodes or sum(p.nodes for p in accelerated)
         trainer.n_gpus_per_node = trainer.n_gpus_per_node or accelerated[0].accelerator.per_node
-        trainer.device = trainer.device or DEVICE_BY_ACCELERATOR[accelerated[0].accelerator.type]
+        trainer.device = trainer.device or kind_of_resource(accelerated[0].accelerator.type).device
     else:
         trainer.nnodes = trainer.nnodes or sum(p.nodes for p in pools)
         trainer.n_gpus_per_node = trainer.n_gpus_per_node or 1

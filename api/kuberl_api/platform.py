@@ -4,10 +4,10 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from kuberl_api.accelerators import AcceleratorType
 from kuberl_api.base import PlatformModel
 
 Quantity = int | str
-AcceleratorType = Literal["nvidia.com/gpu", "huawei.com/Ascend910", "none"]
 
 
 class Toleration(PlatformModel):

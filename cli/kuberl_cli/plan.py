@@ -4,7 +4,8 @@ The runtime's own model build, FSDP2 sharding and passes run on fake tensors ove
 group of the job's world size (`kuberl_runtime.dryrun`); no weights, no accelerator. The model's
 dimensions come from `config.json` at the job's model path when readable here, else from
 `--model-config` (a config.json, a model directory, or a known shape such as Qwen2.5-7B).
-The accelerator is `--accelerator`, else the job's device: 910B for `npu`, H100 otherwise.
+The accelerator is `--accelerator`, else the one the job's device plans against
+(`kuberl_api.accelerators`: 910B for `npu`, H100 otherwise).
 The passes run at 3, 4 and 5 decoder layers and are extrapolated to the model's depth where
 every layer is alike and the 5-layer figures are exactly on the line (`dryrun/depth.py`); the
 report says which it did. `--full-depth` executes every layer (minutes for 32B).
@@ -14,9 +15,7 @@ Exit status 1 when the job does not fit, with what to change; 2 when the job is 
 import argparse
 import sys
 
-# The accelerator a job's device plans against when --accelerator is not given.
-DEFAULT_ACCELERATOR = {"npu": "910B"}
-FALLBACK_ACCELERATOR = "H100"
+from kuberl_api.accelerators import KINDS, MEMORY_GIB, PLAN_FALLBACK_MODEL, plan_model
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--accelerator",
-        help="H100, H200, A100 or 910B (default: 910B for a trainer.device npu job, else H100)",
+        help=f"{', '.join(MEMORY_GIB)} (default: {_defaults()})",
     )
     parser.add_argument(
         "--full-depth",
@@ -41,15 +40,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _defaults() -> str:
+    """ "910B for a trainer.device npu job, else H100": the table's plan models."""
+    named = [
+        f"{k.plan_model} for a trainer.device {device} job"
+        for device, k in KINDS.items()
+        if k.plan_model not in (None, PLAN_FALLBACK_MODEL)
+    ]
+    return ", ".join([*named, f"else {PLAN_FALLBACK_MODEL}"])
+
+
 def run(args: argparse.Namespace) -> int:
     from kuberl_api.validation import SpecInvalid
     from kuberl_runtime.config import load_run_config
     from kuberl_runtime.dryrun import check_fit, format_report, model_config, plan_dry
     from kuberl_runtime.dryrun.from_plan import dry_run_input
-    from kuberl_runtime.dryrun.shapes import ACCELERATORS
 
-    if args.accelerator is not None and args.accelerator not in ACCELERATORS:
-        known = ", ".join(sorted(ACCELERATORS))
+    if args.accelerator is not None and args.accelerator not in MEMORY_GIB:
+        known = ", ".join(sorted(MEMORY_GIB))
         print(f"--accelerator {args.accelerator}: unknown; use one of {known}", file=sys.stderr)
         return 2
     try:
@@ -58,9 +66,7 @@ def run(args: argparse.Namespace) -> int:
         for problem in err.problems:
             print(f"{args.job}: error: {problem.render()}", file=sys.stderr)
         return 2
-    accelerator = args.accelerator or DEFAULT_ACCELERATOR.get(
-        plan.placement.device, FALLBACK_ACCELERATOR
-    )
+    accelerator = args.accelerator or plan_model(plan.placement.device)
     try:
         config = model_config(args.model_config or plan.model.path)
     except FileNotFoundError as err:

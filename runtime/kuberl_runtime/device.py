@@ -1,9 +1,10 @@
-"""The one place that decides the accelerator: cuda / npu / cpu, its collective backend and env.
+"""The runtime's view of the accelerator: cuda / npu / cpu, its collective backend and env.
 
-Everything else asks this module (`resolve_device`, `Device.torch_device`, the Ray and Kubernetes
-names below) and never branches on the accelerator kind itself; a test scans the runtime for
-stray "npu" checks. The operator keeps its own copy of the Kubernetes/Ray names (it may not
-import the runtime); `tests/runtime/test_device.py` compares the two.
+What each accelerator is (backend, env names, Ray and Kubernetes resources, its torch plugin)
+is a row of `kuberl_api.accelerators`, the table every plane reads; this module turns the row of
+`trainer.device` into the calls the runtime makes (`resolve_device`, `Device.torch_device`,
+`Device.bind`). Nothing else in the runtime branches on the accelerator kind; a test scans the
+product code for the table's names outside the table.
 """
 
 from __future__ import annotations
@@ -13,46 +14,16 @@ import importlib.util
 import logging
 import os
 from dataclasses import dataclass
-from typing import Literal
+from types import ModuleType
 
 import torch
 
+from kuberl_api.accelerators import ENV_PREFIXES, KINDS, AcceleratorKind, DeviceType
+
 logger = logging.getLogger(__name__)
 
-DeviceType = Literal["cuda", "npu", "cpu"]
-
-_BACKENDS: dict[str, str] = {"cuda": "nccl", "npu": "hccl", "cpu": "gloo"}
-_VISIBLE_DEVICES_ENV: dict[str, str] = {
-    "cuda": "CUDA_VISIBLE_DEVICES",
-    "npu": "ASCEND_RT_VISIBLE_DEVICES",
-    "cpu": "",
-}
-# Ray sets the visible-devices variable of every actor to the accelerators it was given unless
-# this is set; the Ray launcher sets it and gives each node's ranks the node's whole list instead
-# (LOCAL_RANK picks the rank's own), which is what collectives and vLLM's TP workers expect.
-_RAY_NOSET_VISIBLE_DEVICES_ENV: dict[str, str] = {
-    "cuda": "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES",
-    "npu": "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES",
-    "cpu": "",
-}
-# Ray resource names: "GPU" is built in; Ascend pools declare a custom "NPU" resource
-# (operator/kuberl_operator/builders/raycluster.py: RAY_RESOURCE_BY_ACCELERATOR).
-_RAY_RESOURCE: dict[str, str] = {"cuda": "GPU", "npu": "NPU", "cpu": "CPU"}
-# Kubernetes extended-resource names (kuberl_api.platform.AcceleratorType); CPU pools have none.
-_K8S_RESOURCE: dict[str, str | None] = {
-    "cuda": "nvidia.com/gpu",
-    "npu": "huawei.com/Ascend910",
-    "cpu": None,
-}
-_ALLOC_CONF_ENV: dict[str, str] = {
-    "cuda": "PYTORCH_CUDA_ALLOC_CONF",
-    "npu": "PYTORCH_NPU_ALLOC_CONF",
-    "cpu": "",
-}
 # Env vars that tune the accelerators' collectives and runtime (forwarded to every rank).
-ACCELERATOR_ENV_PREFIXES = ("NCCL_", "HCCL_", "ASCEND_")
-# The Python package that registers the accelerator with torch (`torch.npu`), if any.
-_TORCH_PLUGIN: dict[str, str | None] = {"cuda": None, "npu": "torch_npu", "cpu": None}
+ACCELERATOR_ENV_PREFIXES = ENV_PREFIXES
 
 
 @dataclass(frozen=True)
@@ -60,40 +31,54 @@ class Device:
     type: DeviceType
 
     @property
+    def kind(self) -> AcceleratorKind:
+        """This device's row of the accelerator table."""
+        return KINDS[self.type]
+
+    @property
     def backend(self) -> str:
         """The torch.distributed backend for this accelerator."""
-        return _BACKENDS[self.type]
+        return self.kind.backend
 
     @property
     def visible_devices_env(self) -> str:
         """The env var that restricts which accelerators a process sees ("" on CPU)."""
-        return _VISIBLE_DEVICES_ENV[self.type]
+        return self.kind.visible_devices_env
 
     @property
     def ray_noset_visible_devices_env(self) -> str:
-        """Set in a Ray actor's env so Ray leaves `visible_devices_env` to the launcher."""
-        return _RAY_NOSET_VISIBLE_DEVICES_ENV[self.type]
+        """Set in a Ray actor's env so Ray leaves `visible_devices_env` to the launcher.
+
+        Ray sets the visible-devices variable of every actor to the accelerators it was given
+        unless this is set; the Ray launcher sets it and gives each node's ranks the node's whole
+        list instead (LOCAL_RANK picks the rank's own), which is what collectives and vLLM's TP
+        workers expect.
+        """
+        return self.kind.ray_noset_visible_devices_env
 
     @property
     def ray_resource(self) -> str:
         """The Ray resource one rank occupies ("GPU", "NPU", or "CPU")."""
-        return _RAY_RESOURCE[self.type]
+        return self.kind.ray_resource
 
     @property
     def k8s_resource_name(self) -> str | None:
         """The Kubernetes extended resource of one accelerator; None on CPU."""
-        return _K8S_RESOURCE[self.type]
+        return self.kind.k8s_resource
 
     @property
     def alloc_conf_env(self) -> str:
         """The caching-allocator settings variable ("" on CPU); launchers forward it to ranks."""
-        return _ALLOC_CONF_ENV[self.type]
+        return self.kind.alloc_conf_env
 
     def ray_actor_options(self) -> dict[str, object]:
-        """Resources one rank asks Ray for: a CPU on CPU, else one accelerator and no CPU."""
-        if self.type == "cpu":
+        """Resources one rank asks Ray for: a CPU on CPU, else one accelerator and no CPU.
+
+        GPUs are Ray's built-in `num_gpus`; other accelerators are custom resources.
+        """
+        if self.ray_resource == "CPU":
             return {"num_cpus": 1}
-        if self.type == "cuda":
+        if self.ray_resource == "GPU":
             return {"num_cpus": 0, "num_gpus": 1}
         return {"num_cpus": 0, "resources": {self.ray_resource: 1}}
 
@@ -104,55 +89,51 @@ class Device:
     @property
     def has_native_varlen(self) -> bool:
         """torch ships a flash varlen attention kernel for this accelerator (packed sequences)."""
-        return self.type == "cuda"
+        return self.kind.native_varlen
 
     @property
     def supports_mixed_precision(self) -> bool:
-        # CPU kernels for bf16 matmuls are slow and not bitwise-stable; keep fp32 there.
-        return self.type != "cpu"
+        return self.kind.mixed_precision
 
     def torch_device(self, local_rank: int = 0) -> torch.device:
         if self.type == "cpu":
             return torch.device("cpu")
         return torch.device(self.type, local_rank)
 
+    def _torch_module(self) -> ModuleType | None:
+        """torch.cuda, or torch.npu once torch_npu is imported; None on CPU."""
+        return None if self.type == "cpu" else getattr(torch, self.type)
+
     def bind(self, local_rank: int) -> torch.device:
         """Make `local_rank`'s accelerator current for this process; returns it."""
         device = self.torch_device(local_rank)
-        if self.type == "cuda":
-            torch.cuda.set_device(device)
-        elif self.type == "npu":
-            torch.npu.set_device(device)  # type: ignore[attr-defined]
+        if accel := self._torch_module():
+            accel.set_device(device)
         return device
 
     def max_memory_gb(self) -> tuple[float, float]:
         """(allocated, reserved) peaks in GiB; zeros on CPU."""
-        if self.type == "cpu":
+        if not (accel := self._torch_module()):
             return 0.0, 0.0
-        accel = getattr(torch, self.type)  # torch.cuda, or torch.npu once torch_npu is imported
         return accel.max_memory_allocated() / 2**30, accel.max_memory_reserved() / 2**30
 
     def reset_peak_memory(self) -> None:
-        if self.type != "cpu":
-            getattr(torch, self.type).reset_peak_memory_stats()
+        if accel := self._torch_module():
+            accel.reset_peak_memory_stats()
 
     def empty_cache(self) -> None:
-        if self.type == "cuda":
-            torch.cuda.empty_cache()
-        elif self.type == "npu":
-            torch.npu.empty_cache()  # type: ignore[attr-defined]
+        if accel := self._torch_module():
+            accel.empty_cache()
 
     def synchronize(self) -> None:
         """Wait for queued kernels (timings); a no-op on CPU."""
-        if self.type == "cuda":
-            torch.cuda.synchronize()
-        elif self.type == "npu":
-            torch.npu.synchronize()  # type: ignore[attr-defined]
+        if accel := self._torch_module():
+            accel.synchronize()
 
 
 def import_torch_plugin(device_type: str) -> bool:
     """Import the package that adds `device_type` to torch (torch_npu); False if not installed."""
-    plugin = _TORCH_PLUGIN[device_type]
+    plugin = KINDS[device_type].torch_plugin
     if plugin is None:
         return True
     if importlib.util.find_spec(plugin) is None:
@@ -164,16 +145,18 @@ def import_torch_plugin(device_type: str) -> bool:
 def requested_device(name: str | None) -> Device:
     """`trainer.device` as written, without checking this machine (launchers place ranks on
     other machines: the Ray head that starts a GPU job has no GPU itself)."""
-    if name not in _BACKENDS:
+    if name not in KINDS:
         return Device("cpu")
     return Device(name)  # type: ignore[arg-type]
 
 
 def detect_device_type() -> DeviceType:
-    if torch.cuda.is_available():
-        return "cuda"
-    if import_torch_plugin("npu") and torch.npu.is_available():  # type: ignore[attr-defined]
-        return "npu"
+    """The first accelerator of the table this machine has (its torch plugin imported), else
+    cpu."""
+    accelerators = [device for device in KINDS if device != "cpu"]
+    for device in accelerators:
+        if import_torch_plugin(device) and getattr(torch, device).is_available():
+            return device
     return "cpu"
 
 
@@ -193,7 +176,7 @@ def resolve_device(requested: str | None) -> Device:
         return Device(available)
     if requested in (available, "cpu"):
         return Device(requested)  # type: ignore[arg-type]
-    env = _VISIBLE_DEVICES_ENV.get(requested, "")
+    env = KINDS[requested].visible_devices_env if requested in KINDS else ""
     raise DeviceUnavailable(
         f"trainer.device is {requested}, but no {requested} device is visible on this machine "
         f"(it has {available}; {env}={os.environ.get(env, '<unset>')}). Run where one is "

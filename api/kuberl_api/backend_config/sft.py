@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from kuberl_api.accelerators import DeviceType
 from kuberl_api.backend_config.actor import CheckpointConfig, FSDPConfig, OptimConfig
 from kuberl_api.backend_config.data import CustomClassConfig
 from kuberl_api.backend_config.model import ModelConfig
@@ -69,7 +70,7 @@ class SFTTrainerConfig(ConfigModel):
     balance_batch: bool = True
     resume_mode: Literal["auto", "disable", "resume_path"] = "auto"
     resume_from_path: str | None = None
-    device: Literal["cuda", "npu", "cpu"] | None = Field(
+    device: DeviceType | None = Field(
         None, description="Null derives it from the accelerator type."
     )
     nnodes: int | None = Field(None, gt=0, description="Null derives it from the worker pools.")

@@ -4,6 +4,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from kuberl_api.accelerators import DeviceType
 from kuberl_api.backend_config.verl_keys import VerlTrainerKeys
 
 LoggerName = Literal[
@@ -31,7 +32,7 @@ class TrainerConfig(VerlTrainerKeys):
     n_gpus_per_node: int | None = Field(
         None, gt=0, description="Null derives it from the worker pools."
     )
-    device: Literal["cuda", "npu", "cpu"] | None = Field(
+    device: DeviceType | None = Field(
         None, description="Null derives it from the accelerator type."
     )
     save_freq: int = Field(-1, description="Save every N steps (and at the end) when > 0.")

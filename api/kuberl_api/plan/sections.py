@@ -10,7 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-Device = Literal["cuda", "npu", "cpu", "auto"]
+from kuberl_api.accelerators import DEVICES
+
+Device = Literal[(*DEVICES, "auto")]  # type: ignore[valid-type]
 
 
 class Frozen(BaseModel):

@@ -1,10 +1,11 @@
-"""Rules tying the config to the devices it runs on: world size, TP, SP, pools, NPU limits."""
+"""Rules tying the config to the devices it runs on: world size, TP, SP, pools, kernel limits."""
 
 import posixpath
 
+from kuberl_api.accelerators import NO_ACCELERATOR, AcceleratorKind, kind_of_resource
 from kuberl_api.backend_config import BackendConfig
 from kuberl_api.backend_config.sft import SFTConfig
-from kuberl_api.effective import DEVICE_BY_ACCELERATOR, accelerator_pools
+from kuberl_api.effective import accelerator_pools
 from kuberl_api.job import RLTrainingJobSpec
 from kuberl_api.validation.problems import Problem, join_path
 
@@ -118,7 +119,7 @@ def check_pools(spec: RLTrainingJobSpec, prefix: str) -> list[Problem]:
         )
     per_node = {p.accelerator.per_node for p in accelerated}
     for i, pool in enumerate(pools):
-        if pool.accelerator.type != "none" and pool.accelerator.per_node == 0:
+        if pool.accelerator.type != NO_ACCELERATOR and pool.accelerator.per_node == 0:
             problems.append(
                 Problem(
                     join_path(prefix, "workerPools", i, "accelerator", "perNode"),
@@ -136,8 +137,10 @@ def check_pools(spec: RLTrainingJobSpec, prefix: str) -> list[Problem]:
             )
         )
     problems += _trainer_matches_pools(spec, prefix)
-    if kinds == {"huawei.com/Ascend910"} and spec.backend_config is not None:
-        problems += _npu_limits(spec, join_path(prefix, "backend_config"))
+    if len(kinds) == 1 and spec.backend_config is not None:
+        kind = kind_of_resource(next(iter(kinds)))
+        if not kind.cuda_kernels:
+            problems += _cuda_only_kernels(spec, kind, join_path(prefix, "backend_config"))
     return problems
 
 
@@ -150,7 +153,7 @@ def _trainer_matches_pools(spec: RLTrainingJobSpec, prefix: str) -> list[Problem
     if accelerated:
         nodes = sum(p.nodes for p in accelerated)
         per_node = accelerated[0].accelerator.per_node
-        device = DEVICE_BY_ACCELERATOR[accelerated[0].accelerator.type]
+        device = kind_of_resource(accelerated[0].accelerator.type).device
         expected = {"nnodes": nodes, "n_gpus_per_node": per_node, "device": device}
         for key, value in expected.items():
             if getattr(written, key) not in (None, value):
@@ -165,7 +168,8 @@ def _trainer_matches_pools(spec: RLTrainingJobSpec, prefix: str) -> list[Problem
     return problems
 
 
-def _npu_limits(spec: RLTrainingJobSpec, bc: str) -> list[Problem]:
+def _cuda_only_kernels(spec: RLTrainingJobSpec, kind: AcceleratorKind, bc: str) -> list[Problem]:
+    """SGLang and Liger run on CUDA only: refused on an accelerator without CUDA kernels."""
     assert spec.backend_config is not None
     arr = spec.backend_config.actor_rollout_ref
     problems = []
@@ -174,7 +178,7 @@ def _npu_limits(spec: RLTrainingJobSpec, bc: str) -> list[Problem]:
             Problem(
                 join_path(bc, "actor_rollout_ref", "rollout", "name"),
                 "SGLang rollout is CUDA-only",
-                "use vllm (vllm-ascend) on NPU",
+                f"use vllm ({kind.vllm_package}) on {kind.label}",
                 "sglang",
             )
         )
@@ -183,7 +187,7 @@ def _npu_limits(spec: RLTrainingJobSpec, bc: str) -> list[Problem]:
             Problem(
                 join_path(bc, "actor_rollout_ref", "model", "use_liger"),
                 "Liger kernels are CUDA-only",
-                "set use_liger: false on NPU",
+                f"set use_liger: false on {kind.label}",
                 True,
             )
         )

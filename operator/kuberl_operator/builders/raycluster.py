@@ -6,6 +6,7 @@ training actor lands on it; each worker pool becomes one worker group of fixed s
 
 from typing import Any
 
+from kuberl_api.accelerators import NO_ACCELERATOR, kind_of_resource
 from kuberl_api.job import RLTrainingJobSpec
 from kuberl_api.platform import WorkerPool
 from kuberl_operator.builders.common import (
@@ -37,8 +38,6 @@ HEAD_PORTS = [
 # Rank 0 serves the step's training metrics here (kuberl_runtime.tracking.prometheus); rank 0 may
 # land on any pod of the job, so every Ray container declares the port the PodMonitor scrapes.
 RUNTIME_METRICS_PORT = {"name": "runtime-metrics", "containerPort": RUNTIME_METRICS_PORT_NUMBER}
-# Ray resource declared for Ascend pools: KubeRay (through v1.7) maps only GPUs by itself.
-RAY_RESOURCE_BY_ACCELERATOR = {"huawei.com/Ascend910": "NPU"}
 
 
 def build_raycluster(
@@ -116,7 +115,7 @@ def _worker_group(
     requests = {"cpu": str(pool.cpu), "memory": str(pool.memory)}
     limits = {"memory": str(pool.memory)}
     accelerator = pool.accelerator
-    if accelerator.type != "none":
+    if accelerator.type != NO_ACCELERATOR:
         # Extended resources must request exactly what they limit.
         requests[accelerator.type] = limits[accelerator.type] = str(accelerator.per_node)
     shm = shared_memory_size(pool.memory, pool.shared_memory)
@@ -142,6 +141,8 @@ def _worker_group(
         "rayStartParams": {},
         "template": {"metadata": {"labels": {**labels, "kuberl.io/pool": pool.name}}, "spec": pod},
     }
-    if ray_resource := RAY_RESOURCE_BY_ACCELERATOR.get(accelerator.type):
-        group["resources"] = {ray_resource: str(accelerator.per_node)}
+    kind = kind_of_resource(accelerator.type)
+    if not kind.kuberay_maps_resource:
+        # The Ray resource a rank asks for (NPU), which KubeRay does not derive from the limit.
+        group["resources"] = {kind.ray_resource: str(accelerator.per_node)}
     return group

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kuberl_api.accelerators import MEMORY_GIB
+
 _QWEN2 = {
     "model_type": "qwen2",
     "architectures": ["Qwen2ForCausalLM"],
@@ -79,13 +81,8 @@ MODEL_SHAPES: dict[str, dict[str, Any]] = {
     },
 }
 
-# Memory one accelerator offers to a process, GiB (the driver's total, as torch reports it).
-ACCELERATORS: dict[str, float] = {
-    "H100": 79.1,  # H100 SXM 80 GB HBM3
-    "H200": 139.8,  # H200 141 GB HBM3e
-    "A100": 79.1,  # A100 80 GB
-    "910B": 60.9,  # Ascend 910B 64 GB HBM
-}
+# Memory one accelerator offers to a process, GiB, per accelerator model (kuberl_api.accelerators).
+ACCELERATORS: dict[str, float] = MEMORY_GIB
 
 
 def model_config(name_or_path: str) -> dict[str, Any]:
