@@ -48,7 +48,7 @@ def test_a_refused_key_stops_the_run_at_the_edge():
     with pytest.raises(SpecInvalid) as err:
         load_run_config(
             REPO / "examples" / "demo.yaml",
-            ["actor_rollout_ref.actor.entropy_checkpointing=true"],
+            ["actor_rollout_ref.model.use_liger=true"],
         )
     assert "not supported by kuberl" in str(err.value)
 

@@ -12,6 +12,15 @@ SAME_SP = (
     "actor_rollout_ref.actor.ulysses_sequence_parallel_size"
 )
 FSDP2_ONLY = "kuberl runs FSDP2 for both fsdp and fsdp2"
+FUSED = (
+    "kuberl's one log-prob and entropy path never builds full-vocabulary fp32 logits: only "
+    "response positions reach the LM head, and log-softmax and entropy run in fp32 row chunks, "
+    "recomputed in backward (engine/logprob.py)"
+)
+ENTROPY_RECOMPUTED = (
+    "kuberl's entropy keeps only its input logits and one float per row for backward and "
+    "recomputes each chunk's softmax there (algorithms/entropy.py)"
+)
 ENGINE_KEYS = [
     "ppo_mini_batch_size",
     "ppo_micro_batch_size_per_gpu",
@@ -42,14 +51,10 @@ ACTOR_KEYS = [
     honoured(SP, PLAN),
     no_effect(A + "use_torch_compile", "a speed-up of the entropy helper; same numbers"),
     no_effect(A + "entropy_from_logits_with_chunking", "kuberl always computes entropy in chunks"),
-    refused(A + "entropy_checkpointing", "not supported; remove it or set false"),
+    no_effect(A + "entropy_checkpointing", ENTROPY_RECOMPUTED),
     honoured(A + "use_remove_padding", COMPONENTS),
     honoured(A + "on_policy_shortcut", LOOP),  # kuberl extension (issue 15)
-    refused(
-        A + "use_fused_kernels",
-        "fused log-prob kernels are not supported; remove it",
-        allowed=(False, None),
-    ),
+    no_effect(A + "use_fused_kernels", FUSED),
     *optim_keys(A),
     *trained_fsdp_keys(A),
     *checkpoint_keys(A),

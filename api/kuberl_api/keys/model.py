@@ -1,6 +1,7 @@
 """Fates of ``actor_rollout_ref.model.*`` and the two keys beside it."""
 
-from kuberl_api.keys.entry import honoured, refused
+from kuberl_api.keys.actor import FUSED
+from kuberl_api.keys.entry import honoured, no_effect, refused
 from kuberl_api.keys.where import COMPONENTS, INHERIT, LAUNCH_WORKER, MODEL_BUILDER, TOKENIZER
 
 M = "actor_rollout_ref.model."
@@ -21,7 +22,7 @@ KEYS = [
     honoured(M + "enable_gradient_checkpointing", COMPONENTS),
     refused(M + "enable_activation_offload", "activation offload is not supported; remove it"),
     honoured(M + "use_remove_padding", INHERIT),
-    refused(M + "use_fused_kernels", "fused log-prob kernels are not supported; remove it"),
+    no_effect(M + "use_fused_kernels", FUSED),
     refused(M + "use_liger", "Liger kernels are not supported; remove it"),
     honoured(M + "lora_rank", COMPONENTS),
     honoured(M + "lora_alpha", COMPONENTS),

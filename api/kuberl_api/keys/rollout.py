@@ -34,7 +34,11 @@ KEYS = [
     honoured(P + "prompt_length", LOOP),
     honoured(P + "response_length", LOOP),
     *[honoured(P + k, VLLM) for k in VLLM_KEYS],
-    refused(P + "layered_summon", "layer-wise weight gathering is not supported; remove it"),
+    no_effect(
+        P + "layered_summon",
+        "kuberl's weight sync never gathers the whole model: one tensor at a time "
+        "(trainer/weight_sync.py), LoRA merged one module at a time, cast a bucket at a time",
+    ),
     refused(P + "data_parallel_size", NO_PARALLEL),
     refused(P + "expert_parallel_size", NO_PARALLEL),
     refused(P + "pipeline_model_parallel_size", NO_PARALLEL),

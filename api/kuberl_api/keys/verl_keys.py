@@ -62,7 +62,7 @@ def _optim_keys(parent: str) -> list[KeyEntry]:
 def _model_keys(parent: str) -> list[KeyEntry]:
     return [
         no_effect(parent + "use_shm", "loading speed only (shared-memory copy of the weights)"),
-        no_effect(parent + "fused_kernel_options", "used only with use_fused_kernels (refused)"),
+        no_effect(parent + "fused_kernel_options", "options of use_fused_kernels (no effect)"),
         no_effect(parent + "tiled_mlp", SWITCHED),
         no_effect(parent + "mtp", SWITCHED),
         no_effect(parent + "lora", SWITCHED + " (lora.rank > 0: use lora_rank)"),
@@ -165,7 +165,7 @@ KEYS: list[KeyEntry] = [
     refused("critic.model.exclude_modules", "not supported for the critic; remove it"),
     refused("critic.model.lora_adapter_path", "not supported for the critic; remove it"),
     refused("critic.model.use_liger", "Liger kernels are not supported; remove it"),
-    refused("critic.model.use_fused_kernels", "fused kernels are not supported; remove it"),
+    no_effect("critic.model.use_fused_kernels", "the critic's value head has no vocabulary"),
     *_checkpoint_keys("critic.checkpoint."),
     *[
         refused("reward_model." + key, "verl's reward loop is not supported; remove it")

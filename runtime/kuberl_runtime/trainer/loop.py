@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.distributed.tensor import DTensor
 
 from kuberl_runtime.algorithms import (
     agg_loss,
@@ -45,6 +44,7 @@ from kuberl_runtime.trainer.remax import REMAX_STREAM, greedy_params, reward_bas
 from kuberl_runtime.trainer.rewards import score_batch
 from kuberl_runtime.trainer.state import restore_train_state, step_of, train_state
 from kuberl_runtime.trainer.validation import validation_metrics
+from kuberl_runtime.trainer.weight_sync import gathered_weights
 
 logger = logging.getLogger(__name__)
 
@@ -396,12 +396,7 @@ class Trainer:
 
     def sync_rollout_weights(self) -> None:
         """Stream the actor's full weights, one tensor at a time, into the rollout engine."""
-
-        def full_tensors():
-            for name, tensor in self.c.actor.model.state_dict().items():
-                yield name, tensor.full_tensor() if isinstance(tensor, DTensor) else tensor
-
-        self.c.rollout.update_weights(full_tensors())
+        self.c.rollout.update_weights(gathered_weights(self.c.actor.model))
 
     def save_checkpoint(self, step: int) -> Path:
         def write_main_files(tmp: Path) -> None:
