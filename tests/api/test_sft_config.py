@@ -84,7 +84,7 @@ def _sft(**changes: Any) -> dict[str, Any]:
     [
         ("data__tools_key", "functions", "data.tools_key"),
         ("trainer__default_hdfs_dir", "hdfs://x", "trainer.default_hdfs_dir"),
-        ("engine__fsdp_size", 4, "engine.fsdp_size"),
+        ("model__enable_activation_offload", True, "model.enable_activation_offload"),
         ("model__use_liger", True, "model.use_liger"),
         ("trainer__logger", ["console", "neptune"], "trainer.logger"),
     ],

@@ -13,7 +13,7 @@ from kuberl_api.keys.where import (
 
 FSDP1_ONLY = "an FSDP1 knob; kuberl runs FSDP2, where it has no meaning"
 NO_WRAP = "kuberl wraps one FSDP unit per decoder layer; remove it or set 0"
-HSDP = "hybrid sharding is not supported; remove it or set -1"
+HSDP = "a frozen model shards over all ranks; remove it or set -1"
 
 
 def trained_fsdp_keys(prefix: str) -> list[KeyEntry]:
@@ -27,7 +27,7 @@ def trained_fsdp_keys(prefix: str) -> list[KeyEntry]:
         honoured(p + "optimizer_offload", OPTIM_OFFLOAD),
         honoured(p + "offload_policy", FSDP),
         honoured(p + "reshard_after_forward", FSDP),
-        refused(p + "fsdp_size", HSDP),
+        honoured(p + "fsdp_size", FSDP),
         honoured(p + "model_dtype", COMPONENTS),
         honoured(p + "dtype", FSDP),
         no_effect(p + "forward_prefetch", FSDP1_ONLY),

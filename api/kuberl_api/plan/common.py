@@ -37,6 +37,7 @@ def fsdp_section(fsdp: FSDPConfig, *, trained: bool = True) -> FSDPPlan:
         optimizer_offload=trained and fsdp.optimizer_offload,
         offload_policy=fsdp.offload_policy,
         reshard_after_forward=fsdp.reshard_after_forward,
+        fsdp_size=fsdp.fsdp_size,
         dtype=fsdp.dtype,
         seed=fsdp.seed,
         model_dtype=fsdp.model_dtype,

@@ -116,6 +116,9 @@ class FSDPPlan(Frozen):
     false for models that are not trained (reference, reward model)."""
     offload_policy: bool
     reshard_after_forward: bool
+    fsdp_size: int
+    """Ranks per shard group (HSDP: replicated across groups); -1 (or the world): all ranks.
+    Validation: -1 or a divisor of the world size."""
     dtype: str
     seed: int
     model_dtype: str

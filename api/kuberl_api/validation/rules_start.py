@@ -48,12 +48,29 @@ def check_builtin_reward_kwargs(
     return problems
 
 
+def check_fsdp_size(fsdp_size: int, world: int, path: str) -> list[Problem]:
+    """HSDP builds a (world / fsdp_size, fsdp_size) mesh: -1, or a divisor of the world."""
+    if fsdp_size == -1 or (fsdp_size >= 1 and world % fsdp_size == 0):
+        return []
+    fix = f"use -1 (shard over all {world} ranks) or a divisor of nnodes x n_gpus_per_node"
+    message = f"must be -1 or a divisor of the world size {world}"
+    return [Problem(join_path(path, "fsdp_size"), message, fix, fsdp_size)]
+
+
 def check_start(cfg: BackendConfig, bc: str) -> list[Problem]:
     """The PPO/GRPO tree's start refusals."""
     model_path = join_path(bc, "actor_rollout_ref", "model")
     fn = cfg.custom_reward_function
-    return check_lora_adapter(cfg.actor_rollout_ref.model, model_path) + (
-        check_builtin_reward_kwargs(
+    world = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node
+    actor_fsdp = cfg.actor_rollout_ref.actor.fsdp_config.fsdp_size
+    critic_fsdp = cfg.critic.model.fsdp_config.fsdp_size
+    return (
+        check_lora_adapter(cfg.actor_rollout_ref.model, model_path)
+        + check_builtin_reward_kwargs(
             fn.path, fn.reward_kwargs, join_path(bc, "custom_reward_function")
         )
+        + check_fsdp_size(
+            actor_fsdp, world, join_path(bc, "actor_rollout_ref", "actor", "fsdp_config")
+        )
+        + check_fsdp_size(critic_fsdp, world, join_path(bc, "critic", "model", "fsdp_config"))
     )

@@ -28,7 +28,7 @@ from kuberl_api.validation.interpolation import resolve_interpolations
 from kuberl_api.validation.nulls import drop_unset_in
 from kuberl_api.validation.problems import Problem, join_path
 from kuberl_api.validation.rules_placement import check_checkpoint_dir, check_pools
-from kuberl_api.validation.rules_start import check_lora_adapter
+from kuberl_api.validation.rules_start import check_fsdp_size, check_lora_adapter
 from kuberl_api.validation.rules_switches import HYDRA_TARGET, strip_hydra_targets
 from kuberl_api.validation.schema_errors import problems_from_validation_error
 
@@ -74,6 +74,8 @@ def validate_sft_tree(
     _fill_placement(parsed, pools)
     problems += _check_batches(parsed, prefix)
     problems += check_lora_adapter(parsed.model, join_path(prefix, "model"))
+    world = (parsed.trainer.nnodes or 1) * (parsed.trainer.n_gpus_per_node or 1)
+    problems += check_fsdp_size(parsed.engine.fsdp_size, world, join_path(prefix, "engine"))
     if any(p.is_error for p in problems):
         return None, problems, not_honoured
     return parsed, problems, not_honoured

@@ -3,18 +3,27 @@
 Mixed precision (param dtype from `fsdp_config.dtype`, fp32 reduce) applies where the device
 supports it; on CPU everything stays fp32. `offload_policy` (or `param_offload`) uses FSDP2's
 CPUOffloadPolicy; on CPU it is a no-op since parameters already live in host memory.
+`fsdp_size` between 1 and the world size (exclusive) shards within groups of that many
+consecutive ranks and replicates across the groups (HSDP: FSDP2 on a 2-D (replicate, shard)
+mesh, verl's `(world / fsdp_size, fsdp_size)`); -1 or the world shards over all ranks.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
+
 import torch
+import torch.distributed as dist
 from torch import nn
-from torch.distributed.device_mesh import DeviceMesh
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
 
 from kuberl_api.plan.sections import FSDPPlan
 from kuberl_runtime.device import Device
 from kuberl_runtime.engine.model_builder import decoder_layers
+
+logger = logging.getLogger(__name__)
 
 _DTYPES = {
     "bf16": torch.bfloat16,
@@ -35,10 +44,35 @@ def offloads(fsdp_config: FSDPPlan, device: Device) -> bool:
     return device.type != "cpu" and (fsdp_config.offload_policy or fsdp_config.param_offload)
 
 
+def hybrid_mesh(fsdp_size: int, device_type: str) -> DeviceMesh | None:
+    """The (replicate, shard) mesh for `fsdp_size`, or None to shard over all ranks."""
+    world = dist.get_world_size()
+    if fsdp_size < 1 or fsdp_size >= world:
+        return None
+    return _hybrid_mesh(world // fsdp_size, fsdp_size, device_type)
+
+
+@functools.cache
+def _hybrid_mesh(replicas: int, fsdp_size: int, device_type: str) -> DeviceMesh:
+    """One mesh per layout and process (every model of the run shares its process groups)."""
+    if dist.get_rank() == 0:
+        logger.info(
+            "hybrid sharding (fsdp_size %d): %d replica group(s) x %d shard(s)",
+            fsdp_size,
+            replicas,
+            fsdp_size,
+        )
+    return init_device_mesh(
+        device_type, (replicas, fsdp_size), mesh_dim_names=("replicate", "shard")
+    )
+
+
 def apply_fsdp(
     model: nn.Module, fsdp_config: FSDPPlan, device: Device, mesh: DeviceMesh | None = None
 ) -> nn.Module:
-    """`mesh`: FSDP2's default (all ranks, the current device type) when None."""
+    """`mesh`: the plan's hybrid mesh (`fsdp_size`) or FSDP2's default (all ranks) when None."""
+    if mesh is None:
+        mesh = hybrid_mesh(fsdp_config.fsdp_size, device.type)
     kwargs: dict = {"reshard_after_forward": fsdp_config.reshard_after_forward, "mesh": mesh}
     if device.supports_mixed_precision:
         kwargs["mp_policy"] = MixedPrecisionPolicy(
