@@ -17,6 +17,8 @@ def str_or_list(value: str | list[str]) -> str | list[str]:
 
 
 def optim_section(optim: OptimConfig) -> OptimPlan:
+    """The one place the schedule is decided: lr_scheduler_type, else the deprecated
+    warmup_style (validation refuses the two set differently), else verl's constant."""
     return OptimPlan(
         lr=float(optim.lr),
         lr_warmup_steps=optim.lr_warmup_steps if optim.lr_warmup_steps is not None else -1,
