@@ -47,8 +47,20 @@ class WrapPolicyConfig(ConfigModel):
     min_num_params: int = Field(0, ge=0, description="> 0 wraps by size, else per decoder layer.")
 
 
+DTypeName = Literal["bfloat16", "float16", "float32", "bf16", "fp16", "fp32"]
+
+
+class MixedPrecisionConfig(ConfigModel):
+    """verl's FSDP workers read ``fsdp_config.mixed_precision`` (added with Hydra's ``+``)."""
+
+    param_dtype: DTypeName | None = Field(None, description="Null: fsdp_config.dtype.")
+    reduce_dtype: DTypeName = "fp32"
+    buffer_dtype: DTypeName = "fp32"
+
+
 class FSDPConfig(VerlFSDPKeys):
     wrap_policy: WrapPolicyConfig = Field(default_factory=WrapPolicyConfig)
+    mixed_precision: MixedPrecisionConfig = Field(default_factory=MixedPrecisionConfig)
     param_offload: bool = False
     grad_offload: bool = Field(False, description="Deprecated: FSDP2 offloads grads with params.")
     optimizer_offload: bool = False
@@ -56,7 +68,7 @@ class FSDPConfig(VerlFSDPKeys):
     reshard_after_forward: bool = True
     fsdp_size: int = Field(-1, description="-1 shards over all ranks; else hybrid shard groups.")
     model_dtype: Literal["fp32", "bf16", "fp16", "float32", "bfloat16", "float16"] = "fp32"
-    dtype: Literal["bfloat16", "float16", "float32", "bf16", "fp16", "fp32"] = "bfloat16"
+    dtype: DTypeName = "bfloat16"
     forward_prefetch: bool = False
     use_orig_params: bool = False
     forward_only: bool = False

@@ -9,11 +9,20 @@ from kuberl_api.keys.where import (
     OPTIM,
     OPTIM_OFFLOAD,
     PLAN,
+    PLAN_COMMON,
 )
 
 FSDP1_ONLY = "an FSDP1 knob; kuberl runs FSDP2, where it has no meaning"
 NO_WRAP = "kuberl wraps one FSDP unit per decoder layer; remove it or set 0"
 HSDP = "a frozen model shards over all ranks; remove it or set -1"
+BUFFERS = (
+    "FSDP2 keeps buffers in fsdp_config.model_dtype (fp32 by default); set model_dtype "
+    "instead, or remove it"
+)
+
+
+def _buffer_dtype(p: str) -> KeyEntry:
+    return refused(p + "buffer_dtype", BUFFERS, allowed=("fp32", "float32"))
 
 
 def trained_fsdp_keys(prefix: str) -> list[KeyEntry]:
@@ -21,6 +30,9 @@ def trained_fsdp_keys(prefix: str) -> list[KeyEntry]:
     p = prefix + "fsdp_config."
     return [
         refused(p + "wrap_policy.min_num_params", NO_WRAP),
+        honoured(p + "mixed_precision.param_dtype", PLAN_COMMON),
+        honoured(p + "mixed_precision.reduce_dtype", FSDP),
+        _buffer_dtype(p + "mixed_precision."),
         honoured(p + "param_offload", FSDP),
         # Deprecated: converted to param_offload (FSDP2 offloads grads with params).
         honoured(p + "grad_offload", "api/kuberl_api/validation/deprecations.py"),
@@ -41,16 +53,17 @@ def frozen_fsdp_keys(prefix: str, *, sharded: bool) -> list[KeyEntry]:
     """``fsdp_config`` of a model that is only run forward (reference, reward model)."""
     p = prefix + "fsdp_config."
     not_sharded = "the reward model is not sharded yet; remove it"
+    keys = ("param_offload", "offload_policy", "dtype", "reshard_after_forward")
+    param_dtype = p + "mixed_precision.param_dtype"
     if sharded:
-        shard = [honoured(p + k, FSDP) for k in ("param_offload", "offload_policy", "dtype")]
-        shard.append(honoured(p + "reshard_after_forward", FSDP))
+        shard = [honoured(p + k, FSDP) for k in keys]
+        shard.append(honoured(param_dtype, PLAN_COMMON))
     else:
-        shard = [
-            refused(p + k, not_sharded)
-            for k in ("param_offload", "offload_policy", "dtype", "reshard_after_forward")
-        ]
+        shard = [refused(p + k, not_sharded) for k in (*keys, "mixed_precision.param_dtype")]
     return [
         *shard,
+        no_effect(p + "mixed_precision.reduce_dtype", "a frozen model reduces no gradients"),
+        _buffer_dtype(p + "mixed_precision."),
         refused(p + "wrap_policy.min_num_params", NO_WRAP),
         no_effect(p + "grad_offload", "a frozen model has no gradients"),
         no_effect(p + "optimizer_offload", "a frozen model has no optimizer"),

@@ -40,7 +40,8 @@ def fsdp_section(fsdp: FSDPConfig, *, trained: bool = True) -> FSDPPlan:
         offload_policy=fsdp.offload_policy,
         reshard_after_forward=fsdp.reshard_after_forward,
         fsdp_size=fsdp.fsdp_size,
-        dtype=fsdp.dtype,
+        dtype=fsdp.mixed_precision.param_dtype or fsdp.dtype,
+        reduce_dtype=fsdp.mixed_precision.reduce_dtype if trained else "fp32",
         seed=fsdp.seed,
         model_dtype=fsdp.model_dtype,
     )

@@ -120,6 +120,9 @@ class FSDPPlan(Frozen):
     """Ranks per shard group (HSDP: replicated across groups); -1 (or the world): all ranks.
     Validation: -1 or a divisor of the world size."""
     dtype: str
+    """Parameters' compute dtype: mixed_precision.param_dtype when written, else dtype."""
+    reduce_dtype: str
+    """Gradient reduction dtype (mixed_precision.reduce_dtype; fp32 for frozen models)."""
     seed: int
     model_dtype: str
     """The dtype the module is built and held in (its master weights)."""

@@ -67,6 +67,17 @@ def _hybrid_mesh(replicas: int, fsdp_size: int, device_type: str) -> DeviceMesh:
     )
 
 
+def mixed_precision_policy(fsdp_config: FSDPPlan, device: Device) -> MixedPrecisionPolicy | None:
+    """Parameters cast to `dtype` for compute, gradients reduced in `reduce_dtype`; None where the
+    device keeps everything in fp32 (CPU)."""
+    if not device.supports_mixed_precision:
+        return None
+    return MixedPrecisionPolicy(
+        param_dtype=torch_dtype(fsdp_config.dtype),
+        reduce_dtype=torch_dtype(fsdp_config.reduce_dtype),
+    )
+
+
 def apply_fsdp(
     model: nn.Module, fsdp_config: FSDPPlan, device: Device, mesh: DeviceMesh | None = None
 ) -> nn.Module:
@@ -74,10 +85,9 @@ def apply_fsdp(
     if mesh is None:
         mesh = hybrid_mesh(fsdp_config.fsdp_size, device.type)
     kwargs: dict = {"reshard_after_forward": fsdp_config.reshard_after_forward, "mesh": mesh}
-    if device.supports_mixed_precision:
-        kwargs["mp_policy"] = MixedPrecisionPolicy(
-            param_dtype=torch_dtype(fsdp_config.dtype), reduce_dtype=torch.float32
-        )
+    policy = mixed_precision_policy(fsdp_config, device)
+    if policy is not None:
+        kwargs["mp_policy"] = policy
     if offloads(fsdp_config, device):
         kwargs["offload_policy"] = CPUOffloadPolicy(pin_memory=True)
     for layer in decoder_layers(model):
