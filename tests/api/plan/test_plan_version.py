@@ -1,0 +1,45 @@
+"""A plan's schema is pinned to its PLAN_VERSION: change a field and this test asks for a bump.
+
+The operator ships the plan as JSON and the job's image loads it (`kuberl train --plan`), so the two
+ends agree only while the schema of a version never changes. The fingerprint is the JSON schema of
+RunPlan and SFTPlan without prose (descriptions and titles): names, types, required fields.
+"""
+
+import hashlib
+import json
+from typing import Any
+
+from kuberl_api.plan.run_plan import RunPlan
+from kuberl_api.plan.sft import SFTPlan
+from kuberl_api.plan.version import PLAN_VERSION
+
+# PLAN_VERSION -> the schema it names. A new version adds a line; a line never changes.
+SCHEMAS = {
+    1: "85476a0b9fab59931a096954f77450b9c49d9fb5af08e475daf8335671521aa1",
+}
+
+
+def _without_prose(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _without_prose(v) for k, v in node.items() if k not in ("description", "title")}
+    if isinstance(node, list):
+        return [_without_prose(v) for v in node]
+    return node
+
+
+def schema_fingerprint() -> str:
+    schemas = [_without_prose(m.model_json_schema()) for m in (RunPlan, SFTPlan)]
+    return hashlib.sha256(json.dumps(schemas, sort_keys=True).encode()).hexdigest()
+
+
+def test_the_plan_schema_is_the_one_its_version_names():
+    assert schema_fingerprint() == SCHEMAS[PLAN_VERSION], (
+        "RunPlan/SFTPlan changed: bump PLAN_VERSION in kuberl_api/plan/version.py and add "
+        f"{PLAN_VERSION + 1}: {schema_fingerprint()!r} to SCHEMAS"
+    )
+
+
+def test_prose_is_not_part_of_the_fingerprint():
+    schema = RunPlan.model_json_schema()
+    assert _without_prose({"description": "x", **schema}) == _without_prose(schema)
+    assert "properties" in _without_prose(schema)
