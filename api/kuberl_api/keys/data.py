@@ -23,9 +23,13 @@ KEYS = [
         "data.gen_batch_size",
         "kuberl samples train_batch_size prompts per step; remove it or set it equal",
     ),
-    refused(
+    # verl 0.9.1 reads it nowhere (only its config files carry it); a reward model with its own
+    # tokenizer re-renders the prompt itself (reward_model.model.input_tokenizer).
+    no_effect(
         "data.return_raw_input_ids",
-        "a reward model with another tokenizer is not supported yet; remove it",
+        "verl 0.9.1 reads it nowhere; a reward model with another tokenizer "
+        "(reward_model.model.input_tokenizer) re-tokenises the decoded prompt or, with "
+        "data.return_raw_chat, the chat messages itself",
     ),
     # The dataset keeps the chat messages (raw_prompt) only when set; a reward model with its
     # own tokenizer re-renders them with its template, else scores the decoded prompt

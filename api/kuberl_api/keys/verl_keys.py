@@ -179,7 +179,11 @@ KEYS: list[KeyEntry] = [
             "reward_loop_class_name",
         )
     ],
-    no_effect("reward_model.rollout", SWITCHED + " (name null)"),
+    no_effect(
+        "reward_model.rollout",
+        "verl serves the reward model with this engine; kuberl runs the sequence-classification "
+        "model itself (FSDP). Refused for a generative reward model (validation/rules_reward.py)",
+    ),
     no_effect("algorithm.rollout_correction", SWITCHED + " (rollout_is, rollout_rs null)"),
     no_effect("algorithm.filter_groups", SWITCHED),
     no_effect("trainer.esi_redundant_time", "Ascend elastic-training timing only"),

@@ -1,7 +1,14 @@
-"""The dapo reward manager's settings: what verl 0.9.1's DAPORewardManager asserts, as problems.
+"""Reward settings verl 0.9.1 checks or kuberl cannot honour, as problems.
 
-The overlong buffer is read by the dapo manager only; switched on under another manager it would
-do nothing, so it is refused there instead of ignored.
+The overlong buffer is read by the dapo manager only (verl's DAPORewardManager asserts its
+settings); switched on under another manager it would do nothing, so it is refused there instead
+of ignored.
+
+A reward model is generative in verl 0.9.1 when ``custom_reward_function.path`` is set beside
+``reward_model.enable``: its reward loop then calls the user's function, which queries the served
+model (``reward_model.rollout``). Without a function the model is discriminative (a sequence
+classifier scoring prompt+response), which kuberl runs itself; ``rollout.name`` (verl needs it
+for any served reward model) then has no effect. Only the generative case is refused.
 """
 
 from kuberl_api.backend_config import BackendConfig
@@ -9,6 +16,27 @@ from kuberl_api.validation.problems import Problem, join_path
 
 
 def check_reward(cfg: BackendConfig, bc: str) -> list[Problem]:
+    return _check_generative(cfg, bc) + _check_overlong_buffer(cfg, bc)
+
+
+def _check_generative(cfg: BackendConfig, bc: str) -> list[Problem]:
+    rm, function = cfg.reward_model, cfg.custom_reward_function.path
+    name = (rm.rollout or {}).get("name")
+    if not rm.enable or function is None or name is None:
+        return []
+    return [
+        Problem(
+            join_path(bc, "reward_model", "rollout", "name"),
+            "a generative reward model (reward_model.enable with custom_reward_function.path "
+            f"{function!r}, whose function queries the served model) is not supported by kuberl",
+            "remove custom_reward_function.path to score with the reward model as a sequence "
+            "classifier, or set reward_model.enable: false to score with the function alone",
+            name,
+        )
+    ]
+
+
+def _check_overlong_buffer(cfg: BackendConfig, bc: str) -> list[Problem]:
     rm = cfg.reward_model
     kwargs = join_path(bc, "reward_model", "reward_kwargs")
     buffer_path = join_path(kwargs, "overlong_buffer_cfg")

@@ -35,7 +35,6 @@ SWITCHES: list[tuple[str, str, tuple[Any, ...], str]] = [
     (_AR + "rollout.disaggregation", "enabled", (False, None), "PD disaggregation: " + _NOT_YET),
     (_AR + "rollout.prometheus", "enable", (False, None), "use kuberl's /metrics (docs)"),
     (_AR + "rollout.checkpoint_engine", "backend", ("naive", None), "weights sync: " + _NOT_YET),
-    ("reward_model.rollout", "name", (None,), "a generative reward model: " + _NOT_YET),
     ("sandbox_fusion", "url", (None,), "sandbox execution rewards: " + _NOT_YET),
     ("distillation", "enabled", (False, None), "on-policy distillation: " + _NOT_YET),
     ("transfer_queue", "enable", (False, None), "the transfer queue: " + _NOT_YET),
