@@ -84,6 +84,8 @@ def extrapolate(
     _same("vision parameters", [r.vision_parameters for r in measured] + [full.vision_parameters])
     statics = (low.static_bytes, high.static_bytes, last.static_bytes)
     static = _affine("resident bytes", *statics, layers)
+    offloads = [r.offloaded_optimizer_bytes for r in measured]
+    offloaded = _affine("offloaded optimizer bytes", *offloads, layers)
     phases = []
     for a, b, c in zip(low.phases, high.phases, last.phases, strict=True):
         sync = a.name == "weight_sync"  # its peak and largest tensor: `_sync_at_depth`
@@ -104,7 +106,8 @@ def extrapolate(
     method = (
         f"measured at {depths} layers, extrapolated to {layers}; {DEPTHS[-1]}-layer check exact"
     )
-    return DryRunReport(spec, parameters, static, phases, full.vision_parameters, method)
+    vision = full.vision_parameters
+    return DryRunReport(spec, parameters, static, phases, vision, method, offloaded)
 
 
 def _sync_at_depth(

@@ -85,6 +85,7 @@ def dry_run_input(
         sp_size=sp,
         # Text dimensions may stand for a VL model's language model (no encoder to freeze).
         freeze_vision_tower=actor.freeze_vision_tower and "vision_config" in model_config,
+        optimizer_offload=actor.fsdp_config.optimizer_offload,
     )
 
 

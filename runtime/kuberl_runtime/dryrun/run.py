@@ -36,6 +36,7 @@ from kuberl_runtime.dryrun.sequence_parallel import (
     tokens_per_rank,
 )
 from kuberl_runtime.dryrun.shapes import ACCELERATORS
+from kuberl_runtime.dryrun.state_bytes import local_bytes, optimizer_bytes
 from kuberl_runtime.dryrun.values import KnownValues
 from kuberl_runtime.dryrun.vision import (
     create_vision_optimizer_state,
@@ -47,6 +48,7 @@ from kuberl_runtime.engine.init import load_from_rank0
 from kuberl_runtime.engine.micro import MicroBatching
 from kuberl_runtime.engine.model_builder import ModelSpec, build_causal_lm_empty
 from kuberl_runtime.engine.optim import clip_and_step_unchecked, grad_norm
+from kuberl_runtime.engine.optim_offload import OptimizerOffload
 from kuberl_runtime.engine.ulysses import UlyssesGroup
 from kuberl_runtime.rollout.vllm import DEFAULT_BUCKET_BYTES, buckets
 from kuberl_runtime.trainer.batch import Batch
@@ -54,6 +56,7 @@ from kuberl_runtime.trainer.components import with_sp
 
 GiB = 1 << 30
 CPU = torch.device("cpu")  # fake tensors: no storage; stands for the accelerator
+HOST = torch.device("meta")  # stands for host memory (optimizer_offload): not the accelerator's
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class DryRunInput:
     sp_size: int = 1
     # actor.freeze_vision_tower (a vision-language model): the encoder gets no optimizer state.
     freeze_vision_tower: bool = False
+    optimizer_offload: bool = False  # actor.fsdp_config's: state on the host but in each step
 
     @property
     def dp_size(self) -> int:
@@ -120,6 +124,8 @@ class DryRunReport:
     vision_parameters: int = 0  # of `parameters`: a vision-language model's vision encoder
     # How the figures were obtained: every layer executed, or extrapolated (dryrun/depth.py).
     method: str = ""
+    # optimizer_offload: the optimizer state per rank, on the host but in each step (not static)
+    offloaded_optimizer_bytes: int = 0
 
     def phase(self, name: str) -> PhaseResult:
         return next(p for p in self.phases if p.name == name)
@@ -184,17 +190,19 @@ def _run_phases(
         ref_dtype = torch_dtype(spec.ref_dtype)
         ref = _sharded(ref_spec, fsdp, gpu, mesh, ref_dtype, sp).requires_grad_(False)
     actor = Actor(model, _actor_config(spec), _settings(spec, sp), ref_model=ref)
-    ref_bytes = _local_bytes(ref) if ref is not None else 0
+    ref_bytes = local_bytes(ref) if ref is not None else 0
     update_batch = _batch(spec, spec.micro_batch_rows, with_targets=True)
+    offload = OptimizerOffload(actor.optimizer, enabled=spec.optimizer_offload, host=HOST)
 
     def update() -> None:
         model.train()
         actor.backward_micro(update_batch, _global_batch(spec))
         create_vision_optimizer_state(model)  # the vision tower's gradients come last
-        clip_and_step_unchecked(model, actor.optimizer, 1.0, grad_norm(model))
+        with offload.for_step():
+            clip_and_step_unchecked(model, actor.optimizer, 1.0, grad_norm(model))
 
-    # The update first: from then on the optimizer state is resident, as in every later step.
-    # (`_measure` runs each phase once before measuring it, so the update's own peak counts it.)
+    # The update first: from then on the optimizer state exists (resident, or with offload on the
+    # host but in each step). (`_measure` runs each phase once first: the update's peak counts it.)
     update_tokens = tokens_per_rank(spec, spec.micro_batch_rows, sp)
     phases.append(
         _measure("update_actor", model, actor.optimizer, update, update_tokens, ref_bytes)
@@ -210,7 +218,9 @@ def _run_phases(
             ref_bytes,
         )
     )
-    actor_bytes = _local_bytes(model) + _optimizer_bytes(actor.optimizer)
+    optimizer = optimizer_bytes(actor.optimizer)
+    offloaded = optimizer if spec.optimizer_offload else 0
+    actor_bytes = local_bytes(model) + optimizer - offloaded
     if ref is not None:
         ref_rows = spec.ref_micro_batch_rows or spec.log_prob_micro_batch_rows
         ref_batch = _batch(spec, ref_rows)
@@ -229,7 +239,8 @@ def _run_phases(
     static = actor_bytes + ref_bytes
     layers = num_layers(spec.model_config)
     method = f"every layer executed ({layers} layers)" if layers else "every layer executed"
-    return DryRunReport(spec, parameters, static, phases, vision_parameters(model), method)
+    vision = vision_parameters(model)
+    return DryRunReport(spec, parameters, static, phases, vision, method, offloaded)
 
 
 def _sharded(
@@ -290,8 +301,9 @@ def _measure(
 
 
 def _total(snapshot: dict[Any, dict[str, int]]) -> int:
-    """The largest device total of a memory tracker's snapshot (0 when nothing is tracked)."""
-    return int(max((snap["Total"] for snap in snapshot.values()), default=0))
+    """The largest device total of a memory tracker's snapshot (0 when none), `HOST`'s aside."""
+    totals = (snap["Total"] for device, snap in snapshot.items() if device != HOST)
+    return int(max(totals, default=0))
 
 
 def _measure_init(model: nn.Module, host: dict[str, torch.Tensor]) -> PhaseResult:
@@ -324,28 +336,6 @@ def _sync(model: nn.Module, spec: DryRunInput, device: torch.device = CPU) -> No
     )
     for bucket in buckets(stream, DEFAULT_BUCKET_BYTES, torch_dtype(spec.rollout_dtype), device):
         del bucket
-
-
-def _local_bytes(model: nn.Module) -> int:
-    from torch.distributed.tensor import DTensor
-
-    total = 0
-    for p in model.parameters():
-        local = p.to_local() if isinstance(p, DTensor) else p
-        total += local.numel() * local.element_size()
-    return total
-
-
-def _optimizer_bytes(optimizer: torch.optim.Optimizer) -> int:
-    from torch.distributed.tensor import DTensor
-
-    total = 0
-    for state in optimizer.state.values():
-        for value in state.values():
-            if isinstance(value, torch.Tensor) and value.dim() > 0:
-                local = value.to_local() if isinstance(value, DTensor) else value
-                total += local.numel() * local.element_size()
-    return total
 
 
 def _actor_config(spec: DryRunInput) -> ActorPlan:

@@ -184,6 +184,7 @@ def format_report(report: DryRunReport) -> str:
         *_sp_lines(report),
         f"resident per rank (sharded params, optimizer, reference): "
         f"{report.static_bytes / GiB:.2f} GiB",
+        *_offload_lines(report),
         f"{'phase':<14}{'peak GiB/rank':>14}{'TFLOP/rank':>12}{'collective GiB':>16}",
     ]
     for p in report.phases:
@@ -218,4 +219,15 @@ def _vision_lines(report: DryRunReport) -> list[str]:
     return [
         f"vision encoder {report.vision_parameters / 1e9:.2f}B of those parameters ({state}); "
         "rows are text only: the encoder's activations are not in the peaks"
+    ]
+
+
+def _offload_lines(report: DryRunReport) -> list[str]:
+    """optimizer_offload: the optimizer state kept off the device but during each step."""
+    if not report.input.optimizer_offload:
+        return []
+    return [
+        f"optimizer state in host memory (actor.fsdp_config.optimizer_offload): "
+        f"{report.offloaded_optimizer_bytes / GiB:.2f} GiB per rank, not resident; on the device "
+        "only during each optimizer step (counted in update_actor's peak)"
     ]
