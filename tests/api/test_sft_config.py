@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -199,10 +198,10 @@ def test_every_sft_leaf_has_exactly_one_fate():
 @pytest.mark.parametrize(
     "entry", [e for e in SFT_REGISTRY.values() if e.fate is Fate.HONOURED], ids=lambda e: e.key
 )
-def test_an_honoured_sft_key_names_a_module_that_reads_it(entry):
-    name = entry.key.rsplit(".", 1)[-1]
-    text = (ROOT / entry.where).read_text()
-    assert re.search(rf"\b{re.escape(name)}\b", text), f"{entry.key}: {entry.where}"
+def test_an_honoured_sft_key_names_a_module_that_exists(entry):
+    """``where`` is what `kuberl keys --sft` shows a reader; that the key is read at all is proven
+    by tests/api/keys/test_honoured_changes_sft_plan.py (setting it changes the SFTPlan)."""
+    assert (ROOT / entry.where).is_file(), f"{entry.key}: {entry.where} does not exist"
 
 
 def test_kuberl_keys_sft_lists_the_sft_registry(capsys):

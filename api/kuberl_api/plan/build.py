@@ -19,6 +19,7 @@ from kuberl_api.plan.common import (
     checkpoint_section,
     file_list,
     fsdp_section,
+    model_section,
     optim_section,
     str_or_list,
 )
@@ -32,7 +33,6 @@ from kuberl_api.plan.sections import (
     DataPlan,
     EngineKwargsPlan,
     KLControlPlan,
-    ModelPlan,
     OverlongBufferPlan,
     PathsPlan,
     PlacementPlan,
@@ -53,7 +53,7 @@ def build_run_plan(effective: BackendConfig, af_output_dir: str | None = None) -
         placement=placement,
         paths=_paths(effective, af_output_dir),
         data=_data(effective),
-        model=_model(effective),
+        model=model_section(effective.actor_rollout_ref.model),
         actor=actor_section(arr.actor, arr.rollout.n, placement.dp_size),
         ref=_ref(effective),
         rollout=rollout_section(
@@ -123,23 +123,6 @@ def _data(cfg: BackendConfig) -> DataPlan:
         video_key=data.video_key,
         return_multi_modal_inputs=data.return_multi_modal_inputs,
         mm_processor_kwargs=dict(data.mm_processor_kwargs),
-    )
-
-
-def _model(cfg: BackendConfig) -> ModelPlan:
-    model = cfg.actor_rollout_ref.model
-    return ModelPlan(
-        path=model.path,
-        override_config=dict(model.override_config),
-        trust_remote_code=model.trust_remote_code,
-        external_lib=model.external_lib or "",
-        enable_gradient_checkpointing=model.enable_gradient_checkpointing,
-        lora_rank=model.lora_rank,
-        lora_alpha=model.lora_alpha,
-        target_modules=str_or_list(model.target_modules),
-        exclude_modules=file_list(model.exclude_modules),
-        custom_chat_template=model.custom_chat_template or "",
-        lora_adapter_path=model.lora_adapter_path or "",
     )
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from kuberl_api.backend_config.actor import CheckpointConfig, FSDPConfig, OptimConfig
-from kuberl_api.plan.sections import CheckpointPlan, FSDPPlan, OptimPlan
+from kuberl_api.backend_config.model import ModelConfig
+from kuberl_api.plan.sections import CheckpointPlan, FSDPPlan, ModelPlan, OptimPlan
 
 
 def file_list(value: str | list[str] | None) -> list[str]:
@@ -14,6 +15,23 @@ def file_list(value: str | list[str] | None) -> list[str]:
 
 def str_or_list(value: str | list[str]) -> str | list[str]:
     return value if isinstance(value, str) else list(value)
+
+
+def model_section(model: ModelConfig) -> ModelPlan:
+    """The trained model: the actor's (actor_rollout_ref.model) or the SFT job's (model)."""
+    return ModelPlan(
+        path=model.path,
+        override_config=dict(model.override_config),
+        trust_remote_code=model.trust_remote_code,
+        external_lib=model.external_lib or "",
+        enable_gradient_checkpointing=model.enable_gradient_checkpointing,
+        lora_rank=model.lora_rank,
+        lora_alpha=model.lora_alpha,
+        target_modules=str_or_list(model.target_modules),
+        exclude_modules=file_list(model.exclude_modules),
+        custom_chat_template=model.custom_chat_template or "",
+        lora_adapter_path=model.lora_adapter_path or "",
+    )
 
 
 def optim_section(optim: OptimConfig) -> OptimPlan:

@@ -14,8 +14,8 @@ from kuberl_api.plan.common import (
     checkpoint_section,
     file_list,
     fsdp_section,
+    model_section,
     optim_section,
-    str_or_list,
 )
 from kuberl_api.plan.sections import (
     CheckpointPlan,
@@ -122,7 +122,7 @@ def build_sft_plan(cfg: SFTConfig, af_output_dir: str | None = None) -> SFTPlan:
         ),
         paths=_paths(local, af_output_dir),
         data=_data(cfg),
-        model=_model(cfg),
+        model=model_section(cfg.model),
         use_remove_padding=cfg.model.use_remove_padding,
         optim=optim_section(cfg.optim),
         grad_clip=float(cfg.optim.clip_grad),
@@ -172,21 +172,4 @@ def _data(cfg: SFTConfig) -> SFTDataPlan:
         use_dynamic_bsz=data.use_dynamic_bsz,
         max_token_len_per_gpu=data.max_token_len_per_gpu,
         apply_chat_template_kwargs=dict(data.apply_chat_template_kwargs),
-    )
-
-
-def _model(cfg: SFTConfig) -> ModelPlan:
-    model = cfg.model
-    return ModelPlan(
-        path=model.path,
-        override_config=dict(model.override_config),
-        trust_remote_code=model.trust_remote_code,
-        external_lib=model.external_lib or "",
-        enable_gradient_checkpointing=model.enable_gradient_checkpointing,
-        lora_rank=model.lora_rank,
-        lora_alpha=model.lora_alpha,
-        target_modules=str_or_list(model.target_modules),
-        exclude_modules=file_list(model.exclude_modules),
-        custom_chat_template=model.custom_chat_template or "",
-        lora_adapter_path=model.lora_adapter_path or "",
     )
