@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from kuberl_api.plan.sft import SFTPlan
 from kuberl_runtime.checkpoint.contents import Contents
 from kuberl_runtime.checkpoint.export import export_hf_model, write_hf_metadata
 from kuberl_runtime.checkpoint.manager import CheckpointManager, TrainState
@@ -32,22 +33,23 @@ from kuberl_runtime.faults import maybe_crash
 from kuberl_runtime.sft.batches import collate, rank_share
 from kuberl_runtime.sft.components import SFTComponents
 from kuberl_runtime.sft.export import full_state_dict
-from kuberl_runtime.tracking import NullProgressReporter, ProgressReporter, Tracker, build_tracker
+from kuberl_runtime.tracking import ProgressReporter
 from kuberl_runtime.trainer import metrics as M
 from kuberl_runtime.trainer.batch import Batch
-from kuberl_runtime.trainer.state import capture_rng, restore_rng, step_of
+from kuberl_runtime.trainer.state import capture_rng, restore_rng
+from kuberl_runtime.trainer.step_loop import StepLoop
 
 logger = logging.getLogger(__name__)
 
 
-class SFTTrainer:
+class SFTTrainer(StepLoop):
+    plan: SFTPlan
+
     def __init__(self, components: SFTComponents, reporter: ProgressReporter) -> None:
+        super().__init__(
+            components.plan, components.ranks, components.total_training_steps, reporter
+        )
         self.c = components
-        self.plan = components.plan
-        self.reporter = reporter if components.ranks.is_main else NullProgressReporter()
-        self.global_step = 0
-        self.tracker = Tracker([])
-        self._saved: tuple[int, Path] | None = None
         self.optimizer_offload = OptimizerOffload(
             components.optimizer, enabled=self.plan.fsdp_config.optimizer_offload
         )
@@ -68,21 +70,11 @@ class SFTTrainer:
         )
 
     def fit(self) -> None:
-        total = self.c.total_training_steps
         self.global_step = self._resume()
         tracker = self.tracker = self._tracker()
-        self.reporter.on_start(start_step=self.global_step, total_steps=total)
+        self.reporter.on_start(start_step=self.global_step, total_steps=self.total_steps)
         try:
-            while self.global_step < total:
-                self.global_step += 1
-                step_metrics = self.train_step(self.global_step)
-                tracker.log(step_metrics, step=self.global_step)
-                self._announce_checkpoint()
-                self.reporter.on_step(
-                    step=self.global_step, total_steps=total, metrics=step_metrics
-                )
-            exported = self.export()
-            self.reporter.on_finish(step=self.global_step, exported_model=exported)
+            self._run_steps()
         finally:
             tracker.close()
 
@@ -169,9 +161,6 @@ class SFTTrainer:
         tokens = self._group_sum(batch["response_mask"].sum().double())
         return self._group_sum(torch.tensor(local_sum, dtype=torch.float64)) / max(tokens, 1.0)
 
-    def _due(self, freq: int, step: int) -> bool:
-        return freq > 0 and (step % freq == 0 or step == self.c.total_training_steps)
-
     # ---- checkpoints, export, tracking -------------------------------------------------------
     def _state(self, step: int) -> TrainState:
         extra = {"actor_lr_scheduler": self.c.lr_scheduler.state_dict(), "rng": capture_rng()}
@@ -198,28 +187,10 @@ class SFTTrainer:
     def _saves_hf_model(self) -> bool:
         return self.checkpoints.contents_of("actor").saves("hf_model")
 
-    def _announce_checkpoint(self) -> None:
-        if self._saved is None:
-            return
-        step, path = self._saved
-        self._saved = None
-        self.reporter.on_checkpoint(step=step, path=str(path))
-        self.tracker.on_checkpoint(step)
-
     def _resume(self) -> int:
-        trainer = self.plan.trainer
-        self.checkpoints.remove_partial_writes()
-        if trainer.resume_mode == "disable":
+        step_dir = self._checkpoint_to_resume()
+        if step_dir is None:
             return 0
-        if trainer.resume_mode == "resume_path":
-            step_dir = Path(trainer.resume_from_path)
-            step_of(step_dir)
-        else:
-            latest = self.checkpoints.latest_step()
-            if latest is None:
-                return 0
-            step_dir = self.checkpoints.step_dir(latest)
-        logger.info("resuming from %s", step_dir)
         state = self._state(0)
         self.checkpoints.load(step_dir, state)
         self.optimizer_offload.park()  # loading puts the state beside the parameters
@@ -243,19 +214,6 @@ class SFTTrainer:
         host = build_causal_lm(self.c.spec)
         host.load_state_dict(full)
         return host
-
-    def _tracker(self) -> Tracker:
-        trainer = self.plan.trainer
-        return build_tracker(
-            is_main=self.c.ranks.is_main,
-            log_dir=Path(self.plan.paths.logs_dir),
-            loggers=trainer.loggers,
-            total_steps=self.c.total_training_steps,
-            start_step=self.global_step,
-            project=trainer.project_name,
-            experiment=trainer.experiment_name,
-            config=self.plan.source,
-        )
 
 
 def _all_sum(value: torch.Tensor, device: torch.device) -> float:

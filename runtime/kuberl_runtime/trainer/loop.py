@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from kuberl_api.plan import RunPlan
 from kuberl_runtime.algorithms import (
     agg_loss,
     apply_kl_penalty,
@@ -30,10 +31,7 @@ from kuberl_runtime.engine.mrope import MRopeSpec
 from kuberl_runtime.faults import maybe_crash
 from kuberl_runtime.rollout.base import SamplingParams
 from kuberl_runtime.tracking import (
-    NullProgressReporter,
     ProgressReporter,
-    Tracker,
-    build_tracker,
 )
 from kuberl_runtime.trainer import metrics as M
 from kuberl_runtime.trainer.balance import balance_order, row_workloads, seqlen_balance_metrics
@@ -42,22 +40,22 @@ from kuberl_runtime.trainer.components import Components
 from kuberl_runtime.trainer.generation import VALIDATION_STREAM, generate_sharded, prompt_batch
 from kuberl_runtime.trainer.remax import REMAX_STREAM, greedy_params, reward_baselines
 from kuberl_runtime.trainer.rewards import score_batch
-from kuberl_runtime.trainer.state import restore_train_state, step_of, train_state
+from kuberl_runtime.trainer.state import restore_train_state, train_state
+from kuberl_runtime.trainer.step_loop import StepLoop
 from kuberl_runtime.trainer.validation import validation_metrics
 from kuberl_runtime.trainer.weight_sync import gathered_weights
 
 logger = logging.getLogger(__name__)
 
 
-class Trainer:
+class Trainer(StepLoop):
+    plan: RunPlan
+
     def __init__(self, components: Components, reporter: ProgressReporter) -> None:
+        super().__init__(
+            components.plan, components.ranks, components.total_training_steps, reporter
+        )
         self.c = components
-        self.plan = components.plan
-        # The control plane hears from rank 0 only.
-        self.reporter = reporter if components.ranks.is_main else NullProgressReporter()
-        self.global_step = 0
-        self.tracker = Tracker([])  # fit() installs rank 0's backends
-        self._saved: tuple[int, Path] | None = None  # a checkpoint not yet announced
         algo = self.plan.algorithm
         self.kl_ctrl = (
             build_kl_controller(
@@ -76,26 +74,17 @@ class Trainer:
 
     # ---- run -------------------------------------------------------------------------------
     def fit(self) -> None:
-        trainer, total = self.plan.trainer, self.c.total_training_steps
+        trainer = self.plan.trainer
         self.global_step = self._resume()
         self.sync_rollout_weights()
         tracker = self.tracker = self._tracker()
-        self.reporter.on_start(start_step=self.global_step, total_steps=total)
+        self.reporter.on_start(start_step=self.global_step, total_steps=self.total_steps)
         try:
             if self.c.val_data is not None and trainer.val_before_train:
                 tracker.log(self.validate(), step=self.global_step)
                 if trainer.val_only:
                     return
-            while self.global_step < total:
-                self.global_step += 1
-                step_metrics = self.train_step(self.global_step)
-                tracker.log(step_metrics, step=self.global_step)
-                self._announce_checkpoint()
-                self.reporter.on_step(
-                    step=self.global_step, total_steps=total, metrics=step_metrics
-                )
-            exported = self.export()
-            self.reporter.on_finish(step=self.global_step, exported_model=exported)
+            self._run_steps()
         finally:
             tracker.close()
 
@@ -373,9 +362,6 @@ class Trainer:
     def _response_length(self) -> int:
         return self.plan.rollout.response_length
 
-    def _due(self, freq: int, step: int) -> bool:
-        return freq > 0 and (step % freq == 0 or step == self.c.total_training_steps)
-
     # ---- validation, weights, checkpoints ----------------------------------------------------
     def validate(self) -> dict[str, float]:
         assert self.c.val_data is not None
@@ -414,19 +400,6 @@ class Trainer:
         self._saved = (step, path)
         return path
 
-    def _announce_checkpoint(self) -> None:
-        """Report a step's checkpoint only once that step's metrics are logged.
-
-        Whoever stops the run after hearing of checkpoint N (the operator, a test) then finds step
-        N's metrics line written, and the resumed attempt continues the file at step N + 1.
-        """
-        if self._saved is None:
-            return
-        step, path = self._saved
-        self._saved = None
-        self.reporter.on_checkpoint(step=step, path=str(path))
-        self.tracker.on_checkpoint(step)
-
     def _contents(self) -> dict[str, Contents]:
         actor, critic = self.plan.actor.checkpoint, self.plan.critic.checkpoint
         return {
@@ -435,20 +408,9 @@ class Trainer:
         }
 
     def _resume(self) -> int:
-        trainer = self.plan.trainer
-        self.checkpoints.remove_partial_writes()
-        if trainer.resume_mode == "disable":
+        step_dir = self._checkpoint_to_resume()
+        if step_dir is None:
             return 0
-        if trainer.resume_mode == "resume_path":
-            assert trainer.resume_from_path, "resume_mode=resume_path needs resume_from_path"
-            step_dir = Path(trainer.resume_from_path)
-            step_of(step_dir)
-        else:
-            latest = self.checkpoints.latest_step()
-            if latest is None:
-                return 0
-            step_dir = self.checkpoints.step_dir(latest)
-        logger.info("resuming from %s", step_dir)
         return restore_train_state(self.c, self.checkpoints, step_dir, self.kl_ctrl)
 
     def export(self) -> str | None:
@@ -465,16 +427,3 @@ class Trainer:
         """What exports save beside the weights: a VL model's processor (its tokenizer and image
         processor, so `AutoProcessor` loads the export), else the tokenizer."""
         return self.c.train_data.processor or self.c.tokenizer
-
-    def _tracker(self) -> Tracker:
-        trainer = self.plan.trainer
-        return build_tracker(
-            is_main=self.c.ranks.is_main,
-            log_dir=Path(self.plan.paths.logs_dir),
-            loggers=trainer.loggers,
-            total_steps=self.c.total_training_steps,
-            start_step=self.global_step,
-            project=trainer.project_name,
-            experiment=trainer.experiment_name,
-            config=self.plan.source,
-        )
