@@ -109,4 +109,4 @@ cluster-down: setup
 	$(PY) hack/localcluster.py down --dir $(CLUSTER_DIR)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_CPU_VENV) .pytest_cache .ruff_cache
