@@ -126,6 +126,27 @@ def expand_dotted_keys(node: dict) -> dict:
     return out
 
 
+ABSENT = object()
+"""What ``lookup_dotted`` returns for a path the tree does not hold (a null is a value)."""
+
+
+def lookup_dotted(tree: Any, dotted: str) -> Any:
+    """``tree[a][b][c]`` for ``"a.b.c"``, or ``ABSENT``."""
+    node = tree
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return ABSENT
+        node = node[part]
+    return node
+
+
+def same_value(value: Any, other: Any) -> bool:
+    """YAML values equal as written: a bool equals only that bool (not 1 or 0)."""
+    if isinstance(value, bool) or isinstance(other, bool):
+        return value is other
+    return bool(value == other)
+
+
 def set_dotted(tree: dict, dotted: str, value: Any) -> None:
     """Set ``tree[a][b][c] = value`` for ``"a.b.c"``, creating mappings on the way."""
     *parents, leaf = dotted.split(".")

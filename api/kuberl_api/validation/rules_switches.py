@@ -9,6 +9,7 @@ before the schema sees the tree and reported once as "accepted, no effect".
 
 from typing import Any
 
+from kuberl_api.validation.documents import ABSENT, lookup_dotted, same_value
 from kuberl_api.validation.problems import Problem, join_path
 
 HYDRA_TARGET = "_target_"
@@ -80,11 +81,11 @@ def check_switches(tree: dict, bc: str) -> list[Problem]:
     """A problem for every verl feature subtree switched on (kuberl does not implement them)."""
     problems = []
     for subtree, switch, off, fix in SWITCHES:
-        node = _lookup(tree, subtree)
+        node = lookup_dotted(tree, subtree)
         if not isinstance(node, dict):
             continue
-        value = _lookup(node, switch)
-        if value is _ABSENT or any(_same(value, option) for option in off):
+        value = lookup_dotted(node, switch)
+        if value is ABSENT or any(same_value(value, option) for option in off):
             continue
         keep = " or ".join("null" if v is None else repr(v) for v in off)
         problems.append(
@@ -96,21 +97,3 @@ def check_switches(tree: dict, bc: str) -> list[Problem]:
             )
         )
     return problems
-
-
-_ABSENT = object()
-
-
-def _lookup(tree: Any, dotted: str) -> Any:
-    node = tree
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return _ABSENT
-        node = node[part]
-    return node
-
-
-def _same(value: Any, option: Any) -> bool:
-    if isinstance(value, bool) or isinstance(option, bool):
-        return value is option
-    return bool(value == option)

@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from kuberl_api.keys.verl_defaults import verl_defaults
+from kuberl_api.validation.documents import ABSENT, lookup_dotted, same_value, set_dotted
 from kuberl_api.validation.problems import Problem, Severity, join_path
 
 # (key under reward.*, the older spelling kuberl reads); the longest matching prefix wins.
@@ -43,7 +44,6 @@ REWARD_SPELLINGS: list[tuple[str, str]] = [
 ]
 TRACKING, WANDB = "tracking", "wandb"
 RM_FSDP = "reward_model.model.fsdp_config"
-_ABSENT = object()
 
 
 def fold_spellings(tree: dict, bc: str) -> tuple[dict, list[Problem], dict[str, str]]:
@@ -85,18 +85,18 @@ def _fold_reward_tree(
         return
     defaults = verl_defaults().values.get("reward", {})
     for key, value in _leaves(reward):
-        if value is None or _same(value, _lookup(defaults, key)):
+        if value is None or same_value(value, lookup_dotted(defaults, key)):
             continue  # unset, or verl's default: nothing asked
         older = _older_spelling(key)
         new_key = "reward." + key
         if older is None:
             problems.append(_unknown(bc, new_key, value))
             continue
-        current = _lookup(tree, older)
-        if current is not _ABSENT and current is not None and not _same(current, value):
+        current = lookup_dotted(tree, older)
+        if current is not ABSENT and current is not None and not same_value(current, value):
             problems.append(_conflict(bc, new_key, older, value, current))
             continue
-        _set(tree, older, value)
+        set_dotted(tree, older, copy.deepcopy(value))
         origins[older] = new_key
 
 
@@ -128,18 +128,18 @@ def _fold_tracking(tree: dict, bc: str) -> list[Problem]:
 def _fold_flat_min_num_params(
     tree: dict, bc: str, problems: list[Problem], origins: dict[str, str]
 ) -> None:
-    fsdp = _lookup(tree, RM_FSDP)
+    fsdp = lookup_dotted(tree, RM_FSDP)
     if not isinstance(fsdp, dict) or "min_num_params" not in fsdp:
         return
     value = fsdp.pop("min_num_params")
     flat, nested = RM_FSDP + ".min_num_params", RM_FSDP + ".wrap_policy.min_num_params"
-    current = _lookup(tree, nested)
+    current = lookup_dotted(tree, nested)
     if value is None:
         return
-    if current is not _ABSENT and current is not None and not _same(current, value):
+    if current is not ABSENT and current is not None and not same_value(current, value):
         problems.append(_conflict(bc, flat, nested, value, current))
         return
-    _set(tree, nested, value)
+    set_dotted(tree, nested, copy.deepcopy(value))
     origins[nested] = flat
     hint = "verl's docs write it here; write fsdp_config.wrap_policy.min_num_params instead"
     path = join_path(bc, *flat.split("."))
@@ -170,29 +170,3 @@ def _leaves(node: dict, prefix: str = "") -> list[tuple[str, Any]]:
         else:
             out.append((dotted, value))
     return out
-
-
-def _lookup(tree: Any, dotted: str) -> Any:
-    node = tree
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return _ABSENT
-        node = node[part]
-    return node
-
-
-def _set(tree: dict, dotted: str, value: Any) -> None:
-    *parents, last = dotted.split(".")
-    node = tree
-    for part in parents:
-        child = node.get(part)
-        if not isinstance(child, dict):
-            child = node[part] = {}
-        node = child
-    node[last] = copy.deepcopy(value)
-
-
-def _same(value: Any, other: Any) -> bool:
-    if isinstance(value, bool) or isinstance(other, bool):
-        return value is other
-    return bool(value == other)
