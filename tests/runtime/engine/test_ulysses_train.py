@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from tests.runtime.trainer.conftest import (
+    assert_same_training,
     base_config,
     deterministic,
     read_metrics,
@@ -40,16 +41,7 @@ def test_sp_two_ranks_train_like_dp_two_ranks(tiny_model_path, tmp_path):
         assert result.returncode == 0, result.stderr[-3000:]
         assert ("dp 1 x sp 2" in result.stderr) == (sp == 2), result.stderr[-3000:]
         outputs[sp] = out
-    dp, sp = read_metrics(outputs[1]), read_metrics(outputs[2])
-    assert sorted(dp) == sorted(sp) == [1, 2]
-    for step in dp:
-        a, b = deterministic(dp[step]), deterministic(sp[step])
-        assert a.keys() == b.keys()
-        for key in a:
-            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (step, key)
-    w1, w2 = read_weights(outputs[1] / "huggingface"), read_weights(outputs[2] / "huggingface")
-    for name in w1:
-        torch.testing.assert_close(w2[name], w1[name], atol=1e-5, rtol=1e-4)
+    assert_same_training(outputs[1], outputs[2], [1, 2])
 
 
 def _sp_config(model_path, out):

@@ -119,3 +119,22 @@ def read_weights(model_dir: Path) -> dict[str, Any]:
     from safetensors.torch import load_file
 
     return load_file(str(model_dir / "model.safetensors"))
+
+
+def assert_same_training(reference: Path, other: Path, steps: list[int]) -> None:
+    """Two runs' outputs trained alike: the same steps, every deterministic metric within
+    rel 1e-4 (abs 1e-6), and exported weights within atol 1e-5 (rtol 1e-4)."""
+    import pytest
+    import torch
+
+    ref, oth = read_metrics(reference), read_metrics(other)
+    assert sorted(ref) == sorted(oth) == steps
+    for step in ref:
+        a, b = deterministic(ref[step]), deterministic(oth[step])
+        assert a.keys() == b.keys()
+        for key in a:
+            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (step, key)
+    w1, w2 = read_weights(reference / "huggingface"), read_weights(other / "huggingface")
+    assert w1.keys() == w2.keys()
+    for name in w1:
+        torch.testing.assert_close(w2[name], w1[name], atol=1e-5, rtol=1e-4)

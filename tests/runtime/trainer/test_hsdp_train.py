@@ -7,13 +7,10 @@ all run on the hybrid mesh; the runtime logs the layout it built.
 from __future__ import annotations
 
 import pytest
-import torch
 
 from tests.runtime.trainer.conftest import (
+    assert_same_training,
     base_config,
-    deterministic,
-    read_metrics,
-    read_weights,
     run_train,
     set_key,
 )
@@ -37,14 +34,4 @@ def test_replicated_ranks_train_like_sharded_ranks(tiny_model_dir, tmp_path):
         hybrid = "hybrid sharding (fsdp_size 1): 2 replica group(s) x 1 shard(s)"
         assert (hybrid in result.stderr) == (fsdp_size == 1), result.stderr[-3000:]
         outputs[fsdp_size] = out
-    replicated, sharded = read_metrics(outputs[1]), read_metrics(outputs[2])
-    assert sorted(replicated) == sorted(sharded) == [1, 2]
-    for step in replicated:
-        a, b = deterministic(replicated[step]), deterministic(sharded[step])
-        assert a.keys() == b.keys()
-        for key in a:
-            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (step, key)
-    w1, w2 = read_weights(outputs[1] / "huggingface"), read_weights(outputs[2] / "huggingface")
-    assert w1.keys() == w2.keys()
-    for name in w1:
-        torch.testing.assert_close(w2[name], w1[name], atol=1e-5, rtol=1e-4)
+    assert_same_training(outputs[1], outputs[2], [1, 2])

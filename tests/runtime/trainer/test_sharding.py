@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from tests.runtime.trainer.conftest import (
+    assert_same_training,
     base_config,
-    deterministic,
-    read_metrics,
-    read_weights,
     run_train,
     set_key,
 )
@@ -29,13 +26,4 @@ def test_two_ranks_match_one_rank(tiny_model_dir, tmp_path):
         result = run_train(config, tmp_path)
         assert result.returncode == 0, result.stderr[-3000:]
         outputs[world] = out
-    one, two = read_metrics(outputs[1]), read_metrics(outputs[2])
-    assert sorted(one) == sorted(two) == [1, 2]
-    for step in one:
-        a, b = deterministic(one[step]), deterministic(two[step])
-        assert a.keys() == b.keys()
-        for key in a:
-            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (step, key)
-    w1, w2 = read_weights(outputs[1] / "huggingface"), read_weights(outputs[2] / "huggingface")
-    for name in w1:
-        torch.testing.assert_close(w2[name], w1[name], atol=1e-5, rtol=1e-4)
+    assert_same_training(outputs[1], outputs[2], [1, 2])
