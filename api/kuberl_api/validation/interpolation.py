@@ -17,6 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf, grammar_parser
 from omegaconf.errors import GrammarParseError, OmegaConfBaseException
 
+from kuberl_api.validation.interpolation_budget import budget_problems
 from kuberl_api.validation.problems import Problem, join_path
 
 _ENV_RESOLVER = re.compile(r"\$\{\s*oc\.env\s*:")
@@ -28,6 +29,9 @@ def resolve_interpolations(
     """The tree with every interpolation resolved, and a problem per leaf that does not."""
     if not _has_interpolation(root):
         return root, []
+    over = budget_problems(root)  # OmegaConf keeps no memo: a doubling chain is exponential
+    if over:
+        return root, [Problem(join_path(prefix, p.path), p.message, p.hint, p.value) for p in over]
     problems: list[Problem] = []
     config = OmegaConf.create(_parseable(root))
 
