@@ -35,7 +35,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml hack/requirements-nodeps.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[operator,runtime,vllm,dev,bench]'
+	$(PY) -m pip install -q -e '.[operator,runtime,trackers,vllm,dev,bench]'
 	$(PY) -m pip install -q --no-deps -r hack/requirements-nodeps.txt
 	@rm -f $(VENV)/.installed-* && touch $@
 

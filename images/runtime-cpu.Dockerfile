@@ -37,7 +37,7 @@ COPY cli /src/cli
 COPY operator /src/operator
 COPY runtime /src/runtime
 # hadolint ignore=DL3042
-RUN /opt/kuberl/bin/pip install "/src[runtime]" \
+RUN /opt/kuberl/bin/pip install "/src[runtime,trackers]" \
     && rm -rf /src
 
 USER 1000:1000

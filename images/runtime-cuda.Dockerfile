@@ -53,7 +53,7 @@ RUN printf 'torch==%s\ntransformers==%s\n' "${TORCH_VERSION}" "${TRANSFORMERS_VE
        > /tmp/overrides.txt \
     && uv pip install --override /tmp/overrides.txt \
        "torch==${TORCH_VERSION}" "vllm==${VLLM_VERSION}" "ray[default]==${RAY_VERSION}" \
-       "ninja==${NINJA_VERSION}" "/src[runtime]" \
+       "ninja==${NINJA_VERSION}" "/src[runtime,trackers]" \
     && MAX_JOBS=8 uv pip install --no-build-isolation "flash-attn==${FLASH_ATTN_VERSION}" \
     && rm -rf /src /tmp/overrides.txt
 

@@ -75,7 +75,7 @@ COPY runtime /src/runtime
 RUN printf 'torch==%s\n' "${NPU_TORCH_VERSION}" > /tmp/overrides.txt \
     && uv pip install --override /tmp/overrides.txt \
        "torch==${NPU_TORCH_VERSION}" "torch-npu==${TORCH_NPU_VERSION}" \
-       "ray[default]==${RAY_VERSION}" "/src[runtime]" \
+       "ray[default]==${RAY_VERSION}" "/src[runtime,trackers]" \
     && VLLM_TARGET_DEVICE=empty uv pip install --override /tmp/overrides.txt \
        --no-binary-package vllm "vllm==${NPU_VLLM_VERSION}" \
     && uv pip install --override /tmp/overrides.txt --no-build-isolation \

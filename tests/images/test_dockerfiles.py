@@ -125,7 +125,7 @@ def test_images_run_as_the_users_the_pods_expect() -> None:
     values = yaml.safe_load((ROOT / "charts" / "kuberl" / "values.yaml").read_text())
     operator_uid = values["podSecurityContext"]["runAsUser"]
     assert final_user(IMAGES / "operator.Dockerfile") == f"{operator_uid}:{operator_uid}"
-    for name in ("runtime-cuda", "runtime-npu"):
+    for name in ("runtime-cpu", "runtime-cuda", "runtime-npu"):
         # The operator's builders run Ray pods with runAsUser RUN_AS_USER.
         assert final_user(IMAGES / f"{name}.Dockerfile") == f"{RUN_AS_USER}:{RUN_AS_USER}"
 
@@ -161,13 +161,13 @@ def test_kuberl_operator_starts_without_the_data_plane() -> None:
 
 
 def test_runtime_images_put_kuberl_on_path() -> None:
-    for name in ("runtime-cuda", "runtime-npu"):
+    for name in ("runtime-cpu", "runtime-cuda", "runtime-npu"):
         dockerfile = IMAGES / f"{name}.Dockerfile"
         env = env_of(dockerfile)
         assert env["PATH"].startswith("/opt/kuberl/bin:"), name
         assert env["VIRTUAL_ENV"] == "/opt/kuberl", name
         runs = " ".join(rest for i, rest in instructions(dockerfile) if i == "RUN")
-        assert '"/src[runtime]"' in runs, name
+        assert '"/src[runtime,trackers]"' in runs, name  # trainer.logger's trackers too
 
 
 def test_npu_image_carries_the_ascend_environment() -> None:

@@ -84,7 +84,7 @@ def build_tracker(
         server = PrometheusTracker(int(port), job, env.get(METRICS_ADDR_ENV, "0.0.0.0"))
         backends.append(server)
         listeners.append(server)
-    backends += build_external_trackers(loggers, project, experiment, config)
+    backends += build_external_trackers(loggers, project, experiment, config, log_dir, env)
     backends.append(curves)
     return Tracker(backends, listeners)
 
