@@ -83,6 +83,8 @@ class PromptSample:
     raw_prompt: list[Message] | None = None
     vision: VisionPrompt | None = None
     """The prompt's images (a vision-language model's image rows only)."""
+    agent_name: str | None = None
+    """verl's ``agent_name`` column (a multi-turn rollout's agent loop for the row)."""
 
 
 class RLDataset:
@@ -220,6 +222,7 @@ def _build_sample(
         extra_info=extra_info,
         raw_prompt=messages if options.return_raw_chat else None,
         vision=vision,
+        agent_name=None if record.get("agent_name") is None else str(record["agent_name"]),
     )
 
 
