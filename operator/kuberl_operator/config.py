@@ -37,6 +37,8 @@ class OperatorConfig:
     """Least seconds without a heartbeat before a derived progress deadline stops an attempt."""
     ray_call_timeout: float = 5.0
     """Longest a reconcile waits on one Ray Jobs API call (it runs on the gateway's threads)."""
+    validation_timeout: float = 30.0
+    """Longest a reconcile waits for one spec's validation; past it the spec is refused."""
     ray_cooldown_seconds: float = 30.0
     """A head whose last call was slow and failed is not called again for this long."""
     metrics_port: int = 8080
@@ -123,6 +125,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=float(_env("KUBERL_PROGRESS_DEADLINE_FLOOR", "900")),
         help="least seconds of heartbeat silence before a derived progress deadline fires",
     )
+    parser.add_argument(
+        "--validation-timeout",
+        type=float,
+        default=float(_env("KUBERL_VALIDATION_TIMEOUT", "30")),
+        help="seconds one spec's validation may take; past it the job is Validated=False",
+    )
     parser.add_argument("--metrics-host", default=_env("KUBERL_METRICS_HOST", "0.0.0.0"))
     parser.add_argument(
         "--metrics-port", type=int, default=int(_env("KUBERL_METRICS_PORT", "8080"))
@@ -162,6 +170,7 @@ def from_args(args: argparse.Namespace) -> OperatorConfig:
         allow_secret_env=args.allow_secret_env,
         dashboard_grace_seconds=args.dashboard_grace_seconds,
         progress_deadline_floor=args.progress_deadline_floor,
+        validation_timeout=args.validation_timeout,
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_host,
         liveness_endpoint=liveness,

@@ -8,6 +8,7 @@ import kopf
 from kubernetes import client
 from kubernetes import config as kube_config
 
+from kuberl_operator.bounds import allow_api_server_depth
 from kuberl_operator.config import OperatorConfig, add_arguments, from_args
 from kuberl_operator.handlers import build_settings, post_event, register
 from kuberl_operator.kube import Kube
@@ -35,6 +36,7 @@ def configure_logging(log_format: str) -> None:
 
 def run_operator(config: OperatorConfig) -> None:
     configure_logging(config.log_format)
+    allow_api_server_depth()  # one deeply nested job must not stop the watch for every job
     metrics = Metrics()
     metrics.serve(config.metrics_host, config.metrics_port)
     reconciler = Reconciler(Kube(api_client()), config, metrics, emit=post_event)

@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kuberl_api.job import API_VERSION, KIND
-from kuberl_api.validation import SpecInvalid, parse_document, validate_document
 from kuberl_operator import conditions as cond
 from kuberl_operator.accepted import (
     VALID,
@@ -32,6 +31,7 @@ from kuberl_operator.ray_gateway import RayGateway
 from kuberl_operator.ray_jobs import RayJobsClient
 from kuberl_operator.spec_policy import policy_problems
 from kuberl_operator.state import INVALID_SPEC, Event, JobState
+from kuberl_operator.validating import DeadlineValidator
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,9 @@ class Reconciler:
         )
         self.attempts = AttemptDriver(kube, config, self.metrics, self.ray_gateway.wrap(ray_client))
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+        self.validator = DeadlineValidator(
+            lambda spec: policy_problems(spec, config), config.validation_timeout
+        )
 
     # --- entry points ----------------------------------------------------------------------
 
@@ -169,18 +172,8 @@ class Reconciler:
             "metadata": {"name": state.ref.name, "namespace": state.ref.namespace},
             "spec": state.body.get("spec"),
         }
-        accepted = Accepted()
-        try:
-            result = validate_document(parse_document(manifest, source=state.ref.name))
-            problems, spec, effective = result.problems, result.spec, result.effective_config
-            if spec is not None:  # what the admin allows job authors (hostPath, Secrets)
-                problems = [*problems, *policy_problems(spec, self.config)]
-            accepted = Accepted(
-                [p for p in problems if not p.is_error], result.not_honoured, result.at_verl_default
-            )
-            problems = [p for p in problems if p.is_error]
-        except SpecInvalid as err:
-            problems, spec, effective = err.problems, None, None
+        verdict = self.validator.validate(manifest)
+        problems, spec, effective = verdict.problems, verdict.spec, verdict.effective
         if problems:
             message = f"{len(problems)} problem(s): " + "; ".join(p.render() for p in problems)
             state.condition(cond.VALIDATED, False, INVALID_SPEC, message)
@@ -188,7 +181,7 @@ class Reconciler:
         state.spec, state.effective = spec, effective
         assert spec is not None
         state.status.accelerators = accelerator_summary(spec.worker_pools)
-        self._accepted(state, spec.training_config_key, accepted)
+        self._accepted(state, spec.training_config_key, verdict.accepted)
 
     def _accepted(self, state: JobState, config_key: str, accepted: Accepted) -> None:
         """Validated=True naming the warnings and no-effect keys; events once per generation."""

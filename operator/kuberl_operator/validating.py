@@ -1,0 +1,114 @@
+"""Spec validation with a deadline, off kopf's worker threads.
+
+Validation resolves a job author's ``${...}`` interpolations and walks free-form trees: work
+whose size the author chooses. The interpolation budget (kuberl_api.validation
+.interpolation_budget) and the shape bounds (bounds.py) refuse the known runaways up front;
+this is the backstop for the rest. Each validation runs on this module's own small pool and the
+reconcile waits at most ``timeout`` seconds. A spec over the deadline is refused naming the
+deadline, and stays refused without being validated again (remembered by digest); a changed
+spec is a new validation. A thread cannot be stopped: the overdue one runs to its end.
+"""
+
+import hashlib
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any
+
+from kuberl_api.validation import Problem, SpecInvalid, parse_document, validate_document
+from kuberl_operator.accepted import Accepted
+from kuberl_operator.bounds import shape_problems
+
+log = logging.getLogger(__name__)
+
+MAX_REMEMBERED = 256
+"""Specs remembered (by digest) as over the deadline; the oldest is forgotten first."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    problems: list[Problem]
+    """Errors only; empty when the spec is valid."""
+    spec: Any = None
+    effective: Any = None
+    accepted: Accepted = field(default_factory=Accepted)
+
+
+Policy = Callable[[Any], list[Problem]]
+
+
+def validate_manifest(manifest: dict[str, Any], policy: Policy) -> Verdict:
+    """The whole verdict on one manifest: shape bounds, then kuberl_api's rules, then policy."""
+    bounded = shape_problems(manifest.get("spec"))
+    if bounded:
+        return Verdict(bounded)
+    try:
+        result = validate_document(parse_document(manifest, source=manifest["metadata"]["name"]))
+    except SpecInvalid as err:
+        return Verdict(err.problems)
+    problems, spec = result.problems, result.spec
+    if spec is not None:  # what the admin allows job authors (hostPath, Secrets, env names)
+        problems = [*problems, *policy(spec)]
+    accepted = Accepted(
+        [p for p in problems if not p.is_error], result.not_honoured, result.at_verl_default
+    )
+    errors = [p for p in problems if p.is_error]
+    if errors:
+        return Verdict(errors)
+    return Verdict([], spec, result.effective_config, accepted)
+
+
+class DeadlineValidator:
+    def __init__(self, policy: Policy, timeout: float, workers: int = 4) -> None:
+        self.policy = policy
+        self.timeout = timeout
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="validate")
+        self._lock = threading.Lock()
+        self._overdue: OrderedDict[str, Future[Verdict]] = OrderedDict()
+
+    def validate(self, manifest: dict[str, Any]) -> Verdict:
+        digest = _digest(manifest)
+        with self._lock:
+            earlier = self._overdue.get(digest)
+        if earlier is not None:
+            return self._over_deadline(still_running=not earlier.done())
+        future = self._pool.submit(validate_manifest, manifest, self.policy)
+        try:
+            return future.result(timeout=self.timeout)
+        except FutureTimeout:
+            name = manifest["metadata"]["name"]
+            log.warning("validating %s took over %.0fs; refused", name, self.timeout)
+            self._remember(digest, future)
+            return self._over_deadline(still_running=False)
+
+    def _remember(self, digest: str, future: "Future[Verdict]") -> None:
+        with self._lock:
+            self._overdue[digest] = future
+            while len(self._overdue) > MAX_REMEMBERED:
+                self._overdue.popitem(last=False)
+
+    def _over_deadline(self, still_running: bool) -> Verdict:
+        more = "; it is still running" if still_running else ""
+        return Verdict(
+            [
+                Problem(
+                    "spec",
+                    f"validation took longer than the operator's {self.timeout:.0f}s deadline"
+                    f" (--validation-timeout){more}",
+                    "shrink the backend_config: fewer ${...} interpolations, less nesting",
+                )
+            ]
+        )
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _digest(manifest: dict[str, Any]) -> str:
+    text = json.dumps(manifest, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
