@@ -60,6 +60,7 @@ def build_submission(
         PLAN_ENV: plan.to_json(),
         "KUBERL_JOB_NAME": job.name,
         "KUBERL_JOB_NAMESPACE": job.namespace,
+        "KUBERL_JOB_UID": job.uid,  # the af_output_dir owner (runtime checkpoint/owner.py)
         "KUBERL_ATTEMPT": str(attempt),
         "KUBERL_SUBMISSION_ID": sid,
     }

@@ -10,11 +10,15 @@ Layout of one step (all ranks write their own shards):
       data.pt           the prompt sampler's position
       config.json       the resolved run config
       contents.json     what each module saved (`checkpoint.save_contents`)
+      checkpoint_complete   written last: a step directory without it is never resumed from
     latest_checkpointed_iteration.txt   N, rewritten atomically after the rename
 
-A step is written into `.tmp-global_step_N/`, renamed to `global_step_N/` only when every rank has
-finished, and only then is the tracker updated; leftovers of an interrupted write are removed at
-start-up. Retention removes whole step directories, oldest first, never the newest.
+A step is written into `.tmp-global_step_N/`, fsynced (every file, then every directory), marked
+complete, renamed to `global_step_N/` only when every rank has finished, and only then is the
+tracker updated (fsync before each rename, and of the parent after it); leftovers of an interrupted
+write are removed at start-up. Retention removes whole step directories, oldest first, never the
+newest. Every file read back is read with `weights_only=True`: a checkpoint holds tensors and
+plain containers only, so whoever can write the volume cannot run code in a resume.
 """
 
 from __future__ import annotations
@@ -37,12 +41,14 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 from kuberl_runtime.checkpoint.contents import Contents, check_loadable, write_contents
+from kuberl_runtime.checkpoint.durable import fsync_path, fsync_tree, write_atomically
 from kuberl_runtime.distributed import RankInfo, barrier
 from kuberl_runtime.faults import maybe_crash
 
 logger = logging.getLogger(__name__)
 
 TRACKER_FILE = "latest_checkpointed_iteration.txt"
+COMPLETE_FILE = "checkpoint_complete"
 _STEP_DIR = re.compile(r"^global_step_(\d+)$")
 _TMP_PREFIX = ".tmp-"
 
@@ -87,7 +93,7 @@ class CheckpointManager:
     def complete_steps(self) -> list[int]:
         if not self.root.is_dir():
             return []
-        steps = [_STEP_DIR.match(p.name) for p in self.root.iterdir() if p.is_dir()]
+        steps = [_STEP_DIR.match(p.name) for p in self.root.iterdir() if is_complete(p)]
         return sorted(int(m.group(1)) for m in steps if m)
 
     def latest_step(self) -> int | None:
@@ -95,7 +101,7 @@ class CheckpointManager:
         tracker = self.root / TRACKER_FILE
         if tracker.is_file():
             text = tracker.read_text().strip()
-            if text.isdigit() and self.step_dir(int(text)).is_dir():
+            if text.isdigit() and is_complete(self.step_dir(int(text))):
                 return int(text)
         steps = self.complete_steps()
         return steps[-1] if steps else None
@@ -119,7 +125,7 @@ class CheckpointManager:
             if payload:
                 dcp.save(payload, checkpoint_id=str(tmp / name))
         if self._extra.saves("extra"):
-            torch.save(state.extra, tmp / f"extra_state_rank_{self.ranks.rank}.pt")
+            _save_durably(state.extra, tmp / f"extra_state_rank_{self.ranks.rank}.pt")
         if self.ranks.is_main:
             torch.save(state.data, tmp / "data.pt")
             write_contents(tmp, {name: self.contents_of(name) for name in state.modules})
@@ -129,19 +135,32 @@ class CheckpointManager:
         maybe_crash("checkpoint_write", step)
         final = self.step_dir(step)
         if self.ranks.is_main:
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-            _write_atomically(self.root / TRACKER_FILE, f"{step}\n")
-            self._prune(keep_step=step)
+            self._publish(tmp, final, step)
         barrier()
         return final
+
+    def _publish(self, tmp: Path, final: Path, step: int) -> None:
+        """Rank 0, every rank's files written: make them durable, mark the step complete, rename
+        it into place and point the tracker at it."""
+        fsync_tree(tmp)  # DCP fsyncs its own shard files; this covers the rest and directories
+        write_atomically(tmp / COMPLETE_FILE, f"{step}\n")
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        fsync_path(self.root)
+        write_atomically(self.root / TRACKER_FILE, f"{step}\n")
+        self._prune(keep_step=step)
 
     def load(self, step_dir: Path, state: TrainState) -> None:
         """Restore what `load_contents` asks for in place; fills `state.extra` and `state.data`.
 
         Parts not loaded keep their current values (`state.extra` stays empty without `extra`).
         """
+        if not is_complete(step_dir):
+            raise IncompleteCheckpoint(
+                f"{step_dir} has no {COMPLETE_FILE}: its write was interrupted (or it is not a "
+                "kuberl checkpoint); resume from another global_step_N directory"
+            )
         for name, (model, optimizer) in state.modules.items():
             wanted = self.contents_of(name).load
             check_loadable(step_dir, name, wanted)
@@ -155,10 +174,10 @@ class CheckpointManager:
                 set_optimizer_state_dict(model, optimizer, loaded["optim"])
         if self._extra.loads("extra"):
             check_loadable(step_dir, "actor", ["extra"])
-            state.extra = torch.load(self._extra_path(step_dir), weights_only=False)
+            state.extra = torch.load(self._extra_path(step_dir), weights_only=True)
         else:
             state.extra = {}
-        state.data = torch.load(step_dir / "data.pt", weights_only=False)
+        state.data = torch.load(step_dir / "data.pt", weights_only=True)
 
     def _payload(
         self, name: str, model: nn.Module, optimizer: torch.optim.Optimizer, mode: str
@@ -192,10 +211,16 @@ class CheckpointManager:
             shutil.rmtree(self.step_dir(step), ignore_errors=True)
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as handle:
-        handle.write(text)
+class IncompleteCheckpoint(RuntimeError):
+    """A step directory whose write never finished."""
+
+
+def is_complete(step_dir: Path) -> bool:
+    return (step_dir / COMPLETE_FILE).is_file()
+
+
+def _save_durably(obj: Any, path: Path) -> None:
+    with open(path, "wb") as handle:
+        torch.save(obj, handle)
         handle.flush()
         os.fsync(handle.fileno())
-    os.replace(tmp, path)

@@ -44,11 +44,10 @@ def launch_local(run: RunConfig) -> int:
     """Run the job to completion; returns the exit code (0 when every rank succeeded)."""
     world = num_local_ranks(run)
     if world == 1:
-        from kuberl_runtime.launcher.worker import run_worker
+        from kuberl_runtime.launcher.worker import run_worker_exit_code
 
         os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
-        run_worker(run)
-        return 0
+        return run_worker_exit_code(run)
     with tempfile.TemporaryDirectory(prefix="kuberl-run-") as tmp:
         config_path = Path(tmp) / "run.json"
         config_path.write_text(run.to_json())

@@ -15,11 +15,14 @@ from pathlib import Path
 import torch
 
 from kuberl_api.plan.sft import SFTPlan
+from kuberl_runtime.checkpoint.owner import OutputDirOwned
 from kuberl_runtime.config import RunConfig
 from kuberl_runtime.device import resolve_device, threads_per_rank
 from kuberl_runtime.distributed import init_distributed, shutdown_distributed
 from kuberl_runtime.dryrun.from_plan import JobDoesNotFit, check_memory_plan
 from kuberl_runtime.tracking.progress import progress_reporter_from_env
+from kuberl_runtime.trainer.preemption import EXIT_CODE as PREEMPTED_EXIT_CODE
+from kuberl_runtime.trainer.preemption import Preempted
 
 
 def run_worker(run: RunConfig) -> None:
@@ -66,11 +69,20 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    return run_worker_exit_code(RunConfig.from_json(Path(args[0]).read_text()))
+
+
+def run_worker_exit_code(run: RunConfig) -> int:
+    """`run_worker` as a process exit code: 0 done, 2 a configuration error (as `kuberl train`
+    reports one), 143 stopped on request with a checkpoint (as a process SIGTERM ends)."""
     try:
-        run_worker(RunConfig.from_json(Path(args[0]).read_text()))
-    except JobDoesNotFit as err:
+        run_worker(run)
+    except (JobDoesNotFit, OutputDirOwned) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2  # a configuration error, as `kuberl train` reports one
+        return 2
+    except Preempted as stopped:
+        logging.getLogger(__name__).warning("%s; exiting %d", stopped, PREEMPTED_EXIT_CODE)
+        return PREEMPTED_EXIT_CODE
     return 0
 
 

@@ -55,9 +55,12 @@ def _restore_extra(c: Components, extra: dict[str, Any], kl_ctrl: Any) -> None:
 
 
 def capture_rng() -> dict[str, Any]:
+    """Every generator's state in types `torch.load(weights_only=True)` reads back (numpy's key
+    array as a list of ints)."""
+    kind, key, pos, has_gauss, gauss = np.random.get_state()
     rng = {
         "cpu": torch.get_rng_state(),
-        "numpy": np.random.get_state(),
+        "numpy": (kind, [int(k) for k in key], int(pos), int(has_gauss), float(gauss)),
         "random": random.getstate(),
     }
     if torch.cuda.is_available():
@@ -67,7 +70,8 @@ def capture_rng() -> dict[str, Any]:
 
 def restore_rng(rng: dict[str, Any]) -> None:
     torch.set_rng_state(rng["cpu"])
-    np.random.set_state(rng["numpy"])
+    kind, key, pos, has_gauss, gauss = rng["numpy"]
+    np.random.set_state((kind, np.array(key, dtype=np.uint32), pos, has_gauss, gauss))
     random.setstate(rng["random"])
     if "cuda" in rng and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(rng["cuda"])

@@ -1,18 +1,23 @@
 """`StepLoop`: what the RL loop (`trainer/loop.py`) and the SFT trainer (`sft/trainer.py`) share.
 
 The step loop itself (step, log, announce the checkpoint, report progress; export and report the
-finish at the end), when a `*_freq` is due, the checkpoint to resume from, and rank 0's tracker.
+finish at the end), when a `*_freq` is due, stopping with a checkpoint on SIGTERM
+(`trainer/preemption.py`), the checkpoint to resume from (after claiming the output directory,
+`checkpoint/owner.py`), and rank 0's tracker.
 Each trainer brings its own `train_step`, `export` and what it restores from a checkpoint.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kuberl_runtime.checkpoint.manager import CheckpointManager
+from kuberl_runtime.checkpoint.owner import claim_output_dir, run_owner
 from kuberl_runtime.tracking import NullProgressReporter, ProgressReporter, Tracker, build_tracker
+from kuberl_runtime.trainer.preemption import Preempted, StopRequest, stop_file
 from kuberl_runtime.trainer.state import step_of
 
 if TYPE_CHECKING:
@@ -38,6 +43,10 @@ class StepLoop:
         self.global_step = 0
         self.tracker = Tracker([])  # fit() installs rank 0's backends
         self._saved: tuple[int, Path] | None = None  # a checkpoint not yet announced
+        self.stop_request = StopRequest(stop_file(plan.paths.output_dir))
+
+    def save_checkpoint(self, step: int) -> Path:
+        raise NotImplementedError
 
     def train_step(self, step: int) -> dict[str, float]:
         raise NotImplementedError
@@ -48,14 +57,27 @@ class StepLoop:
     def _run_steps(self) -> None:
         """Steps up to the total, then the export; `fit` opens and closes the tracker."""
         total = self.total_steps
+        self.stop_request.install()
         while self.global_step < total:
             self.global_step += 1
             step_metrics = self.train_step(self.global_step)
             self.tracker.log(step_metrics, step=self.global_step)
+            stopping = self.stop_request.agreed()
+            if stopping:
+                self._save_before_stopping(self.global_step)
             self._announce_checkpoint()
             self.reporter.on_step(step=self.global_step, total_steps=total, metrics=step_metrics)
+            if stopping:
+                raise Preempted(self.global_step)
         exported = self.export()
         self.reporter.on_finish(step=self.global_step, exported_model=exported)
+
+    def _save_before_stopping(self, step: int) -> None:
+        """A checkpoint at `step`, whatever save_freq says (unless the step just wrote one)."""
+        if self._saved is not None and self._saved[0] == step:
+            return
+        logger.warning("stop requested: saving a checkpoint at step %d before exiting", step)
+        self.save_checkpoint(step)
 
     def _due(self, freq: int, step: int) -> bool:
         return freq > 0 and (step % freq == 0 or step == self.total_steps)
@@ -77,6 +99,8 @@ class StepLoop:
         """The step directory `trainer.resume_mode` names, or None to start at step 0; drops
         what an interrupted save left behind first."""
         trainer = self.plan.trainer
+        owner = run_owner(os.environ, trainer.project_name, trainer.experiment_name)
+        claim_output_dir(Path(self.plan.paths.output_dir), owner, self.ranks)
         self.checkpoints.remove_partial_writes()
         if trainer.resume_mode == "disable":
             return None

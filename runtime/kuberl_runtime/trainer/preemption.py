@@ -1,0 +1,71 @@
+"""Stopping on request with a checkpoint: Kueue preemption, node drain, `suspend`.
+
+Kubernetes (and `ray job stop`, and the local launcher, which forwards it to its ranks) asks a
+process to stop with SIGTERM and kills it when the grace period ends. A rank that gets SIGTERM
+finishes the step in flight, then every rank (they agree through an all-reduce, since the signal
+reaches them at different instants) saves a checkpoint at that step unless the step just saved
+one, announces it, and the run ends with `Preempted` (exit code 143, as a process killed by
+SIGTERM). The next attempt resumes from that step: only the step in flight when the signal came
+is at risk, and only when it cannot finish within the grace period.
+
+Under the Ray launcher the signal reaches the driver (`ray job stop`, the head pod's drain), not
+the ranks' actors: the driver writes `stop_file` on the (shared) output directory and each rank
+looks for it after every step.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from pathlib import Path
+
+from kuberl_runtime.distributed import all_reduce_max
+
+logger = logging.getLogger(__name__)
+
+EXIT_CODE = 128 + signal.SIGTERM
+STOP_FILE_PREFIX = ".kuberl-stop-"
+
+
+class Preempted(Exception):
+    """The run stopped on request after saving a checkpoint at `step`."""
+
+    def __init__(self, step: int) -> None:
+        super().__init__(f"stopped on request after saving a checkpoint at step {step}")
+        self.step = step
+
+
+class StopRequest:
+    """Set by SIGTERM (main thread) or by the driver's stop file; read once per step."""
+
+    def __init__(self, stop_file: Path | None = None) -> None:
+        self._event = threading.Event()
+        self.stop_file = stop_file
+
+    def install(self) -> None:
+        """Route SIGTERM here; a no-op off the main thread (Python only signals it)."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        logger.warning("signal %d: saving a checkpoint after the step in flight", signum)
+        self._event.set()
+
+    def requested_here(self) -> bool:
+        if self.stop_file is not None and self.stop_file.exists():
+            self._event.set()
+        return self._event.is_set()
+
+    def agreed(self) -> bool:
+        """True on every rank when any rank was asked to stop (a collective: all ranks call it
+        after the same step)."""
+        return bool(all_reduce_max(int(self.requested_here())))
+
+
+def stop_file(output_dir: str | Path, environ: dict[str, str] | None = None) -> Path | None:
+    """The stop file of this attempt (one per Ray submission, so an old one stops nothing)."""
+    env = os.environ if environ is None else environ
+    submission = env.get("KUBERL_SUBMISSION_ID")
+    return Path(output_dir) / f"{STOP_FILE_PREFIX}{submission}" if submission else None
