@@ -23,6 +23,7 @@ from kuberl_api.plan.from_document import load_plan_json, plan_job_file, plan_tr
 from kuberl_api.plan.sft import SFTPlan
 from kuberl_api.plan.version import PLAN_VERSION, PlanFileError
 from kuberl_api.validation.problems import Problem, SpecInvalid
+from kuberl_runtime.installed import installed
 from kuberl_runtime.tracking.external import INSTALL_HINTS, missing_trackers
 
 
@@ -79,18 +80,30 @@ def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (
 
 
 def check_runtime(run: RunConfig, config_path: str = "") -> None:
-    """What the plan asks of this image: wandb / mlflow / swanlab in trainer.logger must be
-    importable where the run trains. ``config_path``: where the config sits in its file."""
-    where = f"{config_path}.trainer.logger" if config_path else "trainer.logger"
+    """What the plan asks of this image: wandb / mlflow / swanlab in trainer.logger and the vLLM
+    rollout must be importable where the run trains. ``config_path``: where the config sits in
+    its file."""
+    prefix = f"{config_path}." if config_path else ""
     problems = [
         Problem(
-            where,
+            f"{prefix}trainer.logger",
             f"{name} is not installed in this runtime",
             f"{INSTALL_HINTS[name]}, or remove {name} from trainer.logger",
             name,
         )
         for name in missing_trackers(run.plan.trainer.loggers)
     ]
+    rollout = getattr(run.plan, "rollout", None)  # an SFT plan has none
+    if rollout is not None and rollout.name == "vllm" and not installed("vllm"):
+        problems.append(
+            Problem(
+                f"{prefix}actor_rollout_ref.rollout.name",
+                "vllm is not installed in this runtime",
+                "run the job on an image with vLLM (runtime-cuda, runtime-npu), or set "
+                "actor_rollout_ref.rollout.name: hf for the Hugging Face engine",
+                "vllm",
+            )
+        )
     if problems:
         raise SpecInvalid(problems)
 

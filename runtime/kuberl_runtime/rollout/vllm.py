@@ -27,7 +27,6 @@ Engine building and teardown inside a training process: `vllm_engine.py`.
 from __future__ import annotations
 
 import gc
-import importlib.util
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -40,6 +39,7 @@ from transformers import AutoConfig
 
 from kuberl_api.plan.sections import RolloutPlan
 from kuberl_runtime.data.vision import VisionPrompt
+from kuberl_runtime.installed import installed
 from kuberl_runtime.rollout.base import SamplingParams
 from kuberl_runtime.rollout.vllm_engine import (
     build_llm,
@@ -62,7 +62,7 @@ BANNED_LOGIT_BIAS = -100.0
 
 
 def vllm_available() -> bool:
-    return importlib.util.find_spec("vllm") is not None
+    return installed("vllm")
 
 
 def build_engine_kwargs(

@@ -20,11 +20,12 @@ The kuberl images install all three (the ``trackers`` extra).
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from kuberl_runtime.installed import installed
 
 logger = logging.getLogger(__name__)
 
@@ -116,11 +117,7 @@ def _say_where(name: str, mode: str, where: Path) -> None:
 
 def missing_trackers(selected: list[str]) -> list[str]:
     """The selected external trackers this Python environment cannot import."""
-    return [
-        name
-        for name in EXTERNAL_TRACKERS
-        if name in selected and importlib.util.find_spec(name) is None
-    ]
+    return [name for name in EXTERNAL_TRACKERS if name in selected and not installed(name)]
 
 
 def build_external_trackers(

@@ -273,13 +273,9 @@ def _build_rollout(
     plan: RunPlan, tokenizer: Any, device: torch.device, ranks: RankInfo
 ) -> HFRollout | VLLMRollout:
     rollout = plan.rollout
-    use_vllm = rollout.name == "vllm" and vllm_available()
-    if rollout.name != "hf" and not use_vllm:
-        logger.warning(
-            "rollout.name=%s is not available in this runtime (vllm not installed); using the "
-            "Hugging Face engine",
-            rollout.name,
-        )
+    use_vllm = rollout.name == "vllm"
+    if use_vllm and not vllm_available():  # refused before the run (config.check_runtime)
+        raise RuntimeError("rollout.name=vllm but vllm is not installed in this runtime")
     spec = replace(actor_model_spec(plan), enable_gradient_checkpointing=False)
     if use_vllm and not ranks.is_main:
         with torch.device("meta"):  # only rank 0 keeps a host copy (checkpoint metadata, export)

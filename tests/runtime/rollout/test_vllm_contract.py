@@ -20,6 +20,7 @@ from transformers import AutoTokenizer
 
 from kuberl_api.plan.sections import RolloutPlan
 from kuberl_api.plan.standalone import rollout_plan
+from kuberl_api.validation import SpecInvalid
 from kuberl_runtime.rollout.base import SamplingParams
 from kuberl_runtime.rollout.vllm import (
     CACHE_TAGS,
@@ -265,9 +266,7 @@ def _run_config(tmp_path, name: str):
     return load_run_config(path)
 
 
-def test_rollout_name_vllm_selects_the_vllm_engine_when_importable(
-    vllm, tmp_path, caplog, monkeypatch
-):
+def test_rollout_name_vllm_selects_the_vllm_engine_when_importable(vllm, tmp_path):
     from kuberl_runtime.distributed import RankInfo
     from kuberl_runtime.testing.tiny import save_tiny_model
     from kuberl_runtime.trainer.components import _build_rollout
@@ -280,9 +279,23 @@ def test_rollout_name_vllm_selects_the_vllm_engine_when_importable(
     assert type(engine).__name__ == "VLLMRollout"
     assert vllm.INSTANCES[-1].kwargs["model"] == str(tmp_path / "model")
 
-    monkeypatch.delitem(sys.modules, "vllm")
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)  # not installed
-    with caplog.at_level("WARNING"):
-        engine = _build_rollout(cfg, tokenizer, torch.device("cpu"), ranks)
-    assert type(engine).__name__ == "HFRollout"
-    assert "using the Hugging Face engine" in caplog.text
+
+def test_rollout_name_vllm_without_vllm_is_refused_before_the_run(tmp_path, monkeypatch):
+    """An image without vLLM (runtime-cpu) never falls back to another engine in silence."""
+    from kuberl_runtime.config import check_runtime
+
+    run = _run_config(tmp_path, "vllm")
+    check_runtime(run)  # this environment has vllm
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)  # an image without it
+    with pytest.raises(SpecInvalid) as err:
+        check_runtime(run)
+    (problem,) = err.value.problems
+    assert problem.path == "actor_rollout_ref.rollout.name"
+    assert problem.message == "vllm is not installed in this runtime"
+    assert "rollout.name: hf" in problem.hint
+    monkeypatch.undo()
+    hf_dir = tmp_path / "hf"
+    hf_dir.mkdir()
+    hf = _run_config(hf_dir, "hf")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    check_runtime(hf)  # the HF engine needs nothing more
