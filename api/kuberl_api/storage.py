@@ -1,0 +1,68 @@
+"""Remote paths: the URL schemes a job's paths may use, and where their credentials come from.
+
+One table for validation (a URL's scheme is known, its credentials named) and the runtime (which
+fsspec filesystem reads and writes it). A path without ``://`` is a local (mounted) path.
+
+Credentials never travel in the spec: an RLTrainingJob names a Secret
+(``spec.storage.credentials.secretRef``) whose keys become the ranks' environment variables; the
+runtime reads them from there (``credential_env``) and the Secret's name
+(``CREDENTIALS_SECRET_ENV``) only to name it in an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CREDENTIALS_SECRET_ENV = "KUBERL_STORAGE_SECRET"
+"""The Secret's name (never its values), set by the operator for error messages."""
+
+
+@dataclass(frozen=True)
+class Scheme:
+    protocol: str
+    """The fsspec protocol that serves it."""
+    package: str
+    """The Python package that provides that protocol."""
+    credential_env: tuple[str, ...]
+    """Environment variables (keys of the credentials Secret) the filesystem reads."""
+    needs_credentials: bool
+
+
+_S3_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_REGION")
+
+SCHEMES: dict[str, Scheme] = {
+    "s3": Scheme("s3", "s3fs", _S3_ENV, True),
+    # Huawei OBS through its S3-compatible endpoint (AWS_ENDPOINT_URL=https://obs.<region>...).
+    "obs": Scheme("s3", "s3fs", _S3_ENV, True),
+    "gs": Scheme("gcs", "gcsfs", ("GOOGLE_APPLICATION_CREDENTIALS",), True),
+    "hdfs": Scheme("hdfs", "pyarrow", ("HADOOP_CONF_DIR", "KRB5CCNAME"), False),
+    "file": Scheme("file", "fsspec", (), False),
+}
+
+
+def is_url(path: str) -> bool:
+    return "://" in path
+
+
+def scheme_of(url: str) -> str:
+    return url.split("://", 1)[0].lower()
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be used as a remote path (None: it can)."""
+    scheme = scheme_of(url)
+    if scheme not in SCHEMES:
+        return f"scheme {scheme}:// is not one kuberl reads; use one of " + ", ".join(
+            f"{s}://" for s in SCHEMES
+        )
+    rest = url.split("://", 1)[1]
+    if scheme != "file" and not rest.split("/", 1)[0]:
+        return f"{url!r} names no bucket or host after {scheme}://"
+    if scheme == "file" and not rest.startswith("/"):
+        return f"{url!r} is not absolute: write file:///absolute/path"
+    return None
+
+
+def strip_protocol(url: str) -> str:
+    """The path part fsspec expects: ``bucket/key`` for s3://bucket/key, ``/a/b`` for file."""
+    return url.split("://", 1)[1] if is_url(url) else url
