@@ -24,6 +24,10 @@ from kuberl_operator.names import submission_id
 
 PLAN_ENV = "KUBERL_PLAN_JSON"
 PLAN_DIR = ".kuberl"
+STOP_WAIT_SECONDS = 600
+"""How long `ray job stop` lets the driver run after its SIGTERM before SIGKILL (Ray's default is
+3 s): the ranks finish the step in flight and save a checkpoint at it (runtime
+trainer/preemption.py). Read by Ray's job supervisor from the submission's env."""
 
 
 def plan_for_attempt(
@@ -63,6 +67,7 @@ def build_submission(
         "KUBERL_JOB_UID": job.uid,  # the af_output_dir owner (runtime checkpoint/owner.py)
         "KUBERL_ATTEMPT": str(attempt),
         "KUBERL_SUBMISSION_ID": sid,
+        "RAY_JOB_STOP_WAIT_TIME_S": str(STOP_WAIT_SECONDS),
     }
     if runtime_kubeconfig:
         env["KUBERL_KUBECONFIG"] = runtime_kubeconfig

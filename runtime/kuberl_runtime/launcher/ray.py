@@ -5,21 +5,27 @@ STRICT_SPREAD over nodes (one bundle per node) and packed within each; one actor
 one accelerator from its node's bundle. The driver then learns where every actor landed, gives
 each rank its env (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT of rank 0's node, the node's
 visible devices) and runs the same worker as the local launcher (`run_worker`). When any rank
-fails the others are killed and the attempt fails with the rank, node and cause.
+fails the others are killed and the attempt fails with the rank, node and cause. SIGTERM to the
+driver (`ray job stop`) creates the run's stop file: the ranks save a checkpoint after the step
+in flight and stop (trainer/preemption.py); the driver then exits 143.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kuberl_runtime.config import RunConfig
 from kuberl_runtime.device import ACCELERATOR_ENV_PREFIXES, Device, requested_device
 from kuberl_runtime.launcher.local import LaunchError
+from kuberl_runtime.trainer.preemption import EXIT_CODE as PREEMPTED_EXIT_CODE
+from kuberl_runtime.trainer.preemption import STOP_FILE_ENV, Preempted, new_stop_file
 
 logger = logging.getLogger(__name__)
 
@@ -168,6 +174,9 @@ def launch_ray(run: RunConfig) -> int:
     device = requested_device(placement.device)
     if not ray.is_initialized():
         ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=True)
+    stop = new_stop_file(run.plan.paths.output_dir)
+    os.environ[STOP_FILE_ENV] = str(stop)  # forwarded to every rank (KUBERL_*)
+    signal.signal(signal.SIGTERM, lambda signum, _frame: _request_stop(stop, signum))
     group = _reserve(device, nnodes, per_node)
     actors = _start_actors(group, device, nnodes, per_node)
     try:
@@ -189,12 +198,23 @@ def launch_ray(run: RunConfig) -> int:
         _wait_all(runs)
         return 0
     except RankFailed as err:
+        if isinstance(_rank_cause(err.__cause__), Preempted):
+            logger.warning("%s; exiting %d", _rank_cause(err.__cause__), PREEMPTED_EXIT_CODE)
+            return PREEMPTED_EXIT_CODE
         logger.error("%s; the other ranks were stopped", err)
         return 2 if _config_error(err.__cause__) else 1
     finally:
         for actor in actors:
             ray.kill(actor)
         ray.util.remove_placement_group(group)
+        stop.unlink(missing_ok=True)
+
+
+def _request_stop(stop: Path, signum: int) -> None:
+    """The driver's SIGTERM: tell every rank, through the shared output directory."""
+    logger.warning("signal %d: asking the ranks to checkpoint and stop (%s)", signum, stop)
+    stop.parent.mkdir(parents=True, exist_ok=True)
+    stop.touch()
 
 
 def _reserve(device: Device, nnodes: int, per_node: int) -> Any:
@@ -242,7 +262,8 @@ def _wait_all(runs: dict[Any, RankPlacement]) -> None:
 
     pending = list(runs)
     while pending:
-        done, pending = ray.wait(pending, num_returns=1)
+        # With a timeout, so the driver's SIGTERM handler runs within a second.
+        done, pending = ray.wait(pending, num_returns=1, timeout=1.0)
         for ref in done:
             try:
                 ray.get(ref)
@@ -252,10 +273,16 @@ def _wait_all(runs: dict[Any, RankPlacement]) -> None:
 
 def _config_error(error: BaseException | None) -> bool:
     """Rank 0's memory check refused the job: a configuration error (exit 2), not a crash."""
+    from kuberl_runtime.checkpoint.owner import OutputDirOwned
     from kuberl_runtime.dryrun.from_plan import JobDoesNotFit
 
-    cause = getattr(error, "cause", None)  # RayTaskError wraps the rank's own exception
-    return isinstance(cause if isinstance(cause, BaseException) else error, JobDoesNotFit)
+    return isinstance(_rank_cause(error), JobDoesNotFit | OutputDirOwned)
+
+
+def _rank_cause(error: BaseException | None) -> BaseException | None:
+    """The rank's own exception (RayTaskError wraps it)."""
+    cause = getattr(error, "cause", None)
+    return cause if isinstance(cause, BaseException) else error
 
 
 def _device_order(device_id: str) -> tuple[int, str]:

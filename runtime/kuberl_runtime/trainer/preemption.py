@@ -8,8 +8,9 @@ one, announces it, and the run ends with `Preempted` (exit code 143, as a proces
 SIGTERM). The next attempt resumes from that step: only the step in flight when the signal came
 is at risk, and only when it cannot finish within the grace period.
 
-Under the Ray launcher the signal reaches the driver (`ray job stop`, the head pod's drain), not
-the ranks' actors: the driver writes `stop_file` on the (shared) output directory and each rank
+Under the Ray launcher the signal reaches the driver (`ray job stop`: the operator's suspend and
+Kueue eviction), not the ranks' actors: the driver names a stop file on the (shared) output
+directory in KUBERL_STOP_FILE (forwarded to every rank), creates it on SIGTERM, and each rank
 looks for it after every step.
 """
 
@@ -19,6 +20,7 @@ import logging
 import os
 import signal
 import threading
+import uuid
 from pathlib import Path
 
 from kuberl_runtime.distributed import all_reduce_max
@@ -27,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 EXIT_CODE = 128 + signal.SIGTERM
 STOP_FILE_PREFIX = ".kuberl-stop-"
+STOP_FILE_ENV = "KUBERL_STOP_FILE"
 
 
 class Preempted(Exception):
@@ -64,8 +67,13 @@ class StopRequest:
         return bool(all_reduce_max(int(self.requested_here())))
 
 
-def stop_file(output_dir: str | Path, environ: dict[str, str] | None = None) -> Path | None:
-    """The stop file of this attempt (one per Ray submission, so an old one stops nothing)."""
-    env = os.environ if environ is None else environ
-    submission = env.get("KUBERL_SUBMISSION_ID")
-    return Path(output_dir) / f"{STOP_FILE_PREFIX}{submission}" if submission else None
+def stop_file_from_env() -> Path | None:
+    """The stop file the Ray driver named for this run (none under the local launcher)."""
+    named = os.environ.get(STOP_FILE_ENV)
+    return Path(named) if named else None
+
+
+def new_stop_file(output_dir: str | Path) -> Path:
+    """A stop file only this run uses (an old one left behind stops nothing)."""
+    run = os.environ.get("KUBERL_SUBMISSION_ID") or uuid.uuid4().hex[:12]
+    return Path(output_dir) / f"{STOP_FILE_PREFIX}{run}"

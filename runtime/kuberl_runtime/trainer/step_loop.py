@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from kuberl_runtime.checkpoint.manager import CheckpointManager
 from kuberl_runtime.checkpoint.owner import claim_output_dir, run_owner
 from kuberl_runtime.tracking import NullProgressReporter, ProgressReporter, Tracker, build_tracker
-from kuberl_runtime.trainer.preemption import Preempted, StopRequest, stop_file
+from kuberl_runtime.trainer.preemption import Preempted, StopRequest, stop_file_from_env
 from kuberl_runtime.trainer.state import step_of
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class StepLoop:
         self.global_step = 0
         self.tracker = Tracker([])  # fit() installs rank 0's backends
         self._saved: tuple[int, Path] | None = None  # a checkpoint not yet announced
-        self.stop_request = StopRequest(stop_file(plan.paths.output_dir))
+        self.stop_request = StopRequest(stop_file_from_env())
 
     def save_checkpoint(self, step: int) -> Path:
         raise NotImplementedError
