@@ -44,6 +44,20 @@ class RolloutEngine(Protocol):
         images (None for a text row) when the policy is a vision-language model."""
         ...
 
+    def generate_with_log_probs(
+        self,
+        prompts: torch.Tensor,
+        prompt_mask: torch.Tensor,
+        params: SamplingParams,
+        seeds: Sequence[int],
+        vision: Sequence[VisionPrompt | None] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`generate`'s responses and the engine's own log-prob of each sampled token, (rows,
+        response_length) fp32, 0 after the row's end: log-softmax of the logits after
+        temperature and top-k/top-p (the plain logits when greedy), as vLLM's
+        `processed_logprobs`. Rollout correction compares them with the trainer's."""
+        ...
+
     def update_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Take the trained policy's full weights, one tensor at a time."""
         ...

@@ -29,7 +29,7 @@ from kuberl_runtime.engine.mrope import MRopeSpec, batch_mrope_positions, next_t
 from kuberl_runtime.engine.multimodal import image_grids, join_multi_modal
 from kuberl_runtime.rollout.base import SamplingParams
 from kuberl_runtime.rollout.decode_cache import decode_attention, decode_cache, keep_rows
-from kuberl_runtime.rollout.sampling import row_generators, sample_next
+from kuberl_runtime.rollout.sampling import processed_log_probs, row_generators, sample_next
 
 
 class HFRollout:
@@ -55,7 +55,6 @@ class HFRollout:
     def close(self) -> None:
         """The model is the trainer's host copy: nothing of its own to free."""
 
-    @torch.no_grad()
     def generate(
         self,
         prompts: torch.Tensor,
@@ -65,6 +64,34 @@ class HFRollout:
         vision: Sequence[VisionPrompt | None] | None = None,
     ) -> torch.Tensor:
         """`vision`: each row's images (None: a text row), for a vision-language model."""
+        return self._generate(prompts, prompt_mask, params, seeds, vision, scored=False)[0]
+
+    def generate_with_log_probs(
+        self,
+        prompts: torch.Tensor,
+        prompt_mask: torch.Tensor,
+        params: SamplingParams,
+        seeds: Sequence[int],
+        vision: Sequence[VisionPrompt | None] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The responses and each sampled token's log-prob under the distribution it was drawn
+        from (`sampling.processed_log_probs`), fp32, 0 after the row's end."""
+        responses, log_probs = self._generate(
+            prompts, prompt_mask, params, seeds, vision, scored=True
+        )
+        assert log_probs is not None
+        return responses, log_probs
+
+    @torch.no_grad()
+    def _generate(
+        self,
+        prompts: torch.Tensor,
+        prompt_mask: torch.Tensor,
+        params: SamplingParams,
+        seeds: Sequence[int],
+        vision: Sequence[VisionPrompt | None] | None,
+        scored: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         multi_modal = [v.inputs if v is not None else None for v in vision or [None] * len(prompts)]
         device = next(self.model.parameters()).device
         prompts, prompt_mask = prompts.to(device), prompt_mask.to(device)
@@ -80,6 +107,7 @@ class HFRollout:
             positions = mrope.transpose(0, 1)  # (3, rows, P)
             next_position = next_text_position(mrope).unsqueeze(1)
         responses = torch.full((rows, params.response_length), self.pad_id, dtype=torch.long)
+        log_probs = torch.zeros(responses.shape) if scored else None
         with decode_attention(self.model):
             state = _Decode.start(
                 self.model.config, mask, params, seeds, next_position, self.eos_ids
@@ -88,8 +116,12 @@ class HFRollout:
             logits = out.logits[:, -1]
             for step in range(params.response_length):
                 # Sampled where the logits are: only the chosen ids (live rows) reach the host.
-                tokens = sample_next(self._allowed(logits), params, state.generators)
+                allowed = self._allowed(logits)
+                tokens = sample_next(allowed, params, state.generators)
                 responses[state.live, step] = tokens.cpu()
+                if log_probs is not None:
+                    chosen = processed_log_probs(allowed, tokens, params)
+                    log_probs[state.live, step] = chosen.cpu()
                 if step + 1 == params.response_length:
                     break
                 if not params.ignore_eos:
@@ -104,7 +136,7 @@ class HFRollout:
                     past_key_values=state.cache,
                     use_cache=True,
                 ).logits[:, -1]
-        return responses
+        return responses, log_probs
 
     def _prefill(self, cache, input_ids, mask, positions, images):  # type: ignore[no-untyped-def]
         """One forward over the prompts; rows with the same prompt (a group of n samples without

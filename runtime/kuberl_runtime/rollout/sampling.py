@@ -37,6 +37,20 @@ def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tenso
     return logits
 
 
+def processed_log_probs(
+    logits: torch.Tensor, tokens: torch.Tensor, params: SamplingParams
+) -> torch.Tensor:
+    """(rows,) fp32 log-probs of the chosen `tokens` under the distribution they were drawn from:
+    vLLM's `processed_logprobs` (verl's `rollout.logprobs_mode`): the logits over temperature,
+    top-k / top-p applied, log-softmax; greedy: the plain log-softmax."""
+    dtype = torch.promote_types(logits.dtype, torch.float32)
+    processed = logits.to(dtype)
+    if not params.greedy:
+        processed = filter_logits(processed / params.temperature, params.top_k, params.top_p)
+    log_probs = processed.log_softmax(-1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    return log_probs.float()
+
+
 def sample_next(
     logits: torch.Tensor, params: SamplingParams, generators: list[torch.Generator]
 ) -> torch.Tensor:

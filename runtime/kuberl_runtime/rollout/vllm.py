@@ -8,9 +8,9 @@ them for what CPU vLLM cannot show (sleep/wake). The API this module touches:
 
 * `vllm.LLM(model=..., **engine kwargs)` — the engine-args names in `build_engine_kwargs`.
 * `vllm.SamplingParams(n, temperature, top_k, top_p, min_p, max_tokens, ignore_eos, seed,
-  stop_token_ids, detokenize, logit_bias)`; `logit_bias` bans a VL model's vision tokens.
+  stop_token_ids, detokenize, logit_bias, logprobs)`; `logit_bias` bans vision tokens.
 * `LLM.generate([{"prompt_token_ids": ids, "multi_modal_data"?: ...}], sampling_params=[...],
-  use_tqdm=False)` -> `RequestOutput`s in input order, `.outputs[0].token_ids`.
+  use_tqdm=False)` -> `RequestOutput`s in input order (read by `vllm_outputs.py`).
 * multimodal engine args: `limit_mm_per_prompt`, `mm_processor_cache_gb` (verl's
   `disable_mm_preprocessor_cache: true` is `mm_processor_cache_gb=0` in this vLLM).
 * `LLM.sleep(level=...)`, `LLM.wake_up(tags=[...])` where the platform has sleep mode.
@@ -47,6 +47,7 @@ from kuberl_runtime.rollout.vllm_engine import (
     engine_platform,
     kv_cache_bytes,
 )
+from kuberl_runtime.rollout.vllm_outputs import response_ids, sampled_log_probs
 from kuberl_runtime.rollout.vllm_weights import buckets, merge_lora, with_tied_head
 
 logger = logging.getLogger(__name__)
@@ -95,6 +96,9 @@ def build_engine_kwargs(
         "disable_log_stats": rollout.disable_log_stats,
         "trust_remote_code": trust_remote_code,
         "seed": 0,
+        # The sampled tokens' log-probs (rollout correction) as drawn: after temperature and
+        # top-k/top-p (verl's rollout.logprobs_mode default); vLLM's own default is raw.
+        "logprobs_mode": "processed_logprobs",
     }
     if hf_overrides:
         kwargs["hf_overrides"] = dict(hf_overrides)
@@ -115,10 +119,15 @@ def multimodal_engine_kwargs(vllm_kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_sampling_kwargs(
-    params: SamplingParams, seed: int, eos_ids: Sequence[int], banned_ids: Sequence[int] = ()
+    params: SamplingParams,
+    seed: int,
+    eos_ids: Sequence[int],
+    banned_ids: Sequence[int] = (),
+    log_probs: bool = False,
 ) -> dict[str, Any]:
     """`vllm.SamplingParams(**kwargs)` for one row. n=1: the trainer already repeated prompts.
-    `banned_ids`: tokens never sampled (a VL model's vision placeholders)."""
+    `banned_ids`: tokens never sampled (a VL model's vision placeholders); `log_probs`: return
+    the sampled tokens' log-probs (`logprobs=0`: the sampled token's only)."""
     if params.greedy:
         choice = {"temperature": 0.0, "top_k": -1, "top_p": 1.0, "min_p": 0.0}
     else:
@@ -133,6 +142,7 @@ def build_sampling_kwargs(
         "seed": int(seed) % (1 << 63),
         "detokenize": False,
         **({"logit_bias": dict.fromkeys(banned_ids, BANNED_LOGIT_BIAS)} if banned_ids else {}),
+        **({"logprobs": 0} if log_probs else {}),
     }
 
 
@@ -264,12 +274,38 @@ class VLLMRollout:
         seeds: Sequence[int],
         vision: Sequence[VisionPrompt | None] | None = None,
     ) -> torch.Tensor:
+        outputs = self._run(prompts, prompt_mask, params, seeds, vision, False)
+        return response_ids(outputs, params.response_length, self.pad_id)
+
+    def generate_with_log_probs(
+        self,
+        prompts: torch.Tensor,
+        prompt_mask: torch.Tensor,
+        params: SamplingParams,
+        seeds: Sequence[int],
+        vision: Sequence[VisionPrompt | None] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The responses and vLLM's log-prob of each sampled token (fp32, 0 after the end)."""
+        outputs = self._run(prompts, prompt_mask, params, seeds, vision, True)
+        responses = response_ids(outputs, params.response_length, self.pad_id)
+        return responses, sampled_log_probs(outputs, params.response_length)
+
+    def _run(
+        self,
+        prompts: torch.Tensor,
+        prompt_mask: torch.Tensor,
+        params: SamplingParams,
+        seeds: Sequence[int],
+        vision: Sequence[VisionPrompt | None] | None,
+        log_probs: bool,
+    ) -> list[Any]:
+        """This rank's `RequestOutput`s, in its rows' order."""
         rows = [row[mask.bool()].tolist() for row, mask in zip(prompts, prompt_mask, strict=True)]
         images = list(vision) if vision is not None else [None] * len(rows)
         all_rows, all_seeds, all_images, offset = self._gather_tp(rows, list(seeds), images)
         sampling = [
             self.sampling_params_cls(
-                **build_sampling_kwargs(params, seed, self.eos_ids, self.banned_ids)
+                **build_sampling_kwargs(params, seed, self.eos_ids, self.banned_ids, log_probs)
             )
             for seed in all_seeds
         ]
@@ -278,12 +314,7 @@ class VLLMRollout:
             sampling_params=sampling,
             use_tqdm=False,
         )
-        mine = outputs[offset : offset + len(rows)]
-        responses = torch.full((len(rows), params.response_length), self.pad_id, dtype=torch.long)
-        for i, output in enumerate(mine):
-            ids = list(output.outputs[0].token_ids)[: params.response_length]
-            responses[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-        return responses
+        return outputs[offset : offset + len(rows)]
 
     def _gather_tp(
         self, rows: list[list[int]], seeds: list[int], images: list[Any]

@@ -15,6 +15,7 @@ from kuberl_runtime.rollout.base import RolloutEngine, SamplingParams, build_res
 from kuberl_runtime.trainer.batch import Batch
 
 VALIDATION_STREAM = 1_000_000_000
+ROLLOUT_LOG_PROBS = "rollout_log_probs"
 
 
 def row_seed(seed: int, stream: int, row: int) -> int:
@@ -53,8 +54,10 @@ def generate_sharded(
     eos_ids: Sequence[int],
     pad_id: int,
     mrope: MRopeSpec | None = None,
+    log_probs: bool = False,
 ) -> Batch:
     """Each rank generates a contiguous share of the rows; every rank gets the whole batch back.
+    `log_probs`: the batch also holds the engine's `rollout_log_probs` (0 off the response mask).
 
     Image prompts (a vision-language policy, `mrope` its position rule): each row's images go to
     the rollout, and the batch gains the rows' `multi_modal_inputs` and `mrope_position_ids`
@@ -69,9 +72,11 @@ def generate_sharded(
     has_images = any(v is not None for v in vision)
     extra = {"vision": [vision[row] for row in mine]} if has_images else {}
     rollout.wake_up()
-    local = rollout.generate(
-        prompts["prompts"][index], prompts["prompt_mask"][index], params, seeds, **extra
-    )
+    local_prompts = (prompts["prompts"][index], prompts["prompt_mask"][index], params, seeds)
+    if log_probs:
+        local, local_log_probs = rollout.generate_with_log_probs(*local_prompts, **extra)
+    else:
+        local = rollout.generate(*local_prompts, **extra)
     rollout.sleep()
     responses = all_gather_rows(local)[:num_rows]
     batch = build_response_batch(
@@ -83,6 +88,9 @@ def generate_sharded(
         ignore_eos=params.ignore_eos,
     )
     batch.objects = dict(prompts.objects)
+    if log_probs:
+        gathered = all_gather_rows(local_log_probs)[:num_rows]
+        batch[ROLLOUT_LOG_PROBS] = gathered * batch["response_mask"]
     if has_images:
         assert mrope is not None, "image prompts need a vision-language policy"
         inputs = [v.inputs if v is not None else None for v in vision]

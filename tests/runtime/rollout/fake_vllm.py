@@ -49,7 +49,7 @@ ENGINE_ARGS = frozenset(
         "enable_prefix_caching", "enable_sleep_mode", "load_format", "disable_log_stats",
         "hf_overrides", "enable_lora", "max_loras", "max_lora_rank", "quantization",
         "enable_expert_parallel", "cudagraph_capture_sizes", "compilation_config",
-        "cpu_offload_gb", "kv_cache_memory_bytes", "worker_extension_cls",
+        "cpu_offload_gb", "kv_cache_memory_bytes", "worker_extension_cls", "logprobs_mode",
     }
 )  # fmt: skip
 WAKE_TAGS = frozenset({"weights", "kv_cache", "scheduling"})
@@ -94,11 +94,18 @@ class SamplingParams:
 
 
 @dataclasses.dataclass
+class Logprob:
+    logprob: float
+
+
+@dataclasses.dataclass
 class CompletionOutput:
     index: int
     text: str
     token_ids: Sequence[int]
     finish_reason: str | None
+    logprobs: list[dict[int, Logprob]] | None = None
+    """With `SamplingParams.logprobs=0`: per token, the sampled token's log-prob."""
 
 
 @dataclasses.dataclass
@@ -235,7 +242,11 @@ class LLM:
             if not params.ignore_eos and token in (params.stop_token_ids or []):
                 finish = "stop"
                 break
-        return RequestOutput(request_id, None, ids, [CompletionOutput(0, "", tokens, finish)])
+        scored = None
+        if params.logprobs is not None:  # a fixed fake log-prob per position
+            scored = [{t: Logprob(-0.25 * (1 + step))} for step, t in enumerate(tokens)]
+        output = CompletionOutput(0, "", tokens, finish, scored)
+        return RequestOutput(request_id, None, ids, [output])
 
     def _weights_sum(self) -> float:
         return round(sum(float(t.float().sum()) for t in self.model.weights.values()), 3)

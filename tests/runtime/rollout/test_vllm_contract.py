@@ -105,6 +105,7 @@ def test_engine_kwargs_follow_verl_and_pass_engine_kwargs_through(vllm):
         "disable_log_stats": True,
         "trust_remote_code": False,
         "seed": 0,
+        "logprobs_mode": "processed_logprobs",  # verl's rollout.logprobs_mode default
         "cpu_offload_gb": 0,  # engine_kwargs.vllm passes through, None values dropped
     }
     assert rollout.llm is llm
@@ -201,6 +202,19 @@ def test_responses_stop_after_eos_and_are_padded(vllm, tiny_model):
     assert responses.tolist() == [[2, 0, 0, 0, 0, 0]]
     (llm,) = vllm.INSTANCES
     assert not [c for c in llm.calls if c[0] in ("sleep", "wake_up")]
+
+
+def test_log_probs_are_asked_for_and_follow_each_rows_tokens(vllm, tiny_model):
+    rollout = build(vllm, rollout_config(free_cache_engine=False))
+    rollout.update_weights(tiny_model.state_dict().items())
+    params = SamplingParams(response_length=4, do_sample=False)
+    prompts, mask = torch.tensor([[4, 2], [4, 5]]), torch.ones(2, 2)
+    responses, log_probs = rollout.generate_with_log_probs(prompts, mask, params, seeds=[0, 1])
+    assert torch.equal(responses, rollout.generate(prompts, mask, params, seeds=[0, 1]))
+    # the fake's log-prob is -0.25 (step + 1); row 0 stops at its first token (EOS 2)
+    assert log_probs.tolist() == [[-0.25, 0, 0, 0], [-0.25, -0.5, -0.75, -1.0]]
+    assert build_sampling_kwargs(params, 0, [2], log_probs=True)["logprobs"] == 0
+    assert "logprobs" not in build_sampling_kwargs(params, 0, [2])
 
 
 def test_dummy_weights_are_never_used_for_generation(vllm):

@@ -139,6 +139,9 @@ def main(workdir: Path) -> dict[str, Any]:
     greedy = SamplingParams(response_length=RESPONSE, do_sample=False, ignore_eos=True)
     result["rollout_greedy_b"] = rollout.generate(ids, mask, greedy, seeds=[0] * len(prompts))
     result["rollout_greedy_b"] = result["rollout_greedy_b"].tolist()
+    sampled = SamplingParams(response_length=RESPONSE, temperature=0.7, top_k=20, ignore_eos=True)
+    tokens, log_probs = rollout.generate_with_log_probs(ids, mask, sampled, seeds=[3, 4, 5])
+    result["scored_b"] = {"tokens": tokens.tolist(), "logprobs": log_probs.tolist()}
     b_state = model_b.state_dict()
     result["host_copy_follows"] = all(
         torch.equal(t, b_state[n]) for n, t in rollout.model.state_dict().items()

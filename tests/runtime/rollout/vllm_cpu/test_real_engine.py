@@ -17,6 +17,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from kuberl_runtime.rollout.sampling import filter_logits
 from kuberl_runtime.testing.tiny import save_tiny_model
 from support.vllm_cpu import REPO, run_engine_script
 
@@ -87,6 +88,24 @@ def test_weight_sync_updates_every_layer_and_the_tied_head(engine_run):
     assert_greedy_matches_hf(workdir / "model_b", prompts_of(workdir), result["greedy_b"])
     assert result["rollout_greedy_b"] == result["greedy_b"]["tokens"]  # VLLMRollout.generate
     assert result["host_copy_follows"]
+
+
+def test_rollout_log_probs_are_the_sampling_distribution_of_the_synced_weights(engine_run):
+    """`generate_with_log_probs` (rollout correction's π_rollout): vLLM's processed log-probs at
+    temperature 0.7, top-k 20 equal log-softmax(top-k(HF logits / 0.7)) of model B."""
+    workdir, result = engine_run
+    scored = result["scored_b"]
+    for prompt, tokens, logprobs in zip(
+        prompts_of(workdir), scored["tokens"], scored["logprobs"], strict=True
+    ):
+        model = AutoModelForCausalLM.from_pretrained(workdir / "model_b", dtype=torch.float32)
+        with torch.no_grad():
+            logits = model(torch.tensor([prompt + tokens])).logits[0, len(prompt) - 1 : -1]
+        processed = filter_logits(logits.double() / 0.7, top_k=20, top_p=1.0)
+        hf = processed.log_softmax(-1).gather(-1, torch.tensor(tokens)[:, None])[:, 0]
+        torch.testing.assert_close(
+            torch.tensor(logprobs, dtype=torch.float64), hf, atol=FP32_LOGPROB_TOL, rtol=0
+        )
 
 
 def test_engine_side_effects_on_the_training_process_are_handled(engine_run):
