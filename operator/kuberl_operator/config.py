@@ -48,6 +48,10 @@ class OperatorConfig:
     max_workers: int = 8
     log_format: str = "full"
     """kopf's log formats: plain (message only), full (timestamp, logger, level) or json."""
+    leader_election_id: str = "kuberl-operator"
+    """The Lease operators take before acting (leader.py); `none`: act without one."""
+    leader_election_namespace: str | None = None
+    """Where that Lease lives; default the operator's namespace."""
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -146,6 +150,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=_env("KUBERL_LOG_FORMAT", "full"),
         help="plain, full or json (env KUBERL_LOG_FORMAT)",
     )
+    add_leader_arguments(parser)
+
+
+def add_leader_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--leader-election-id",
+        default=_env("KUBERL_LEADER_ELECTION_ID", "kuberl-operator"),
+        help="Lease every operator of this cluster takes before acting; 'none' disables it",
+    )
+    parser.add_argument(
+        "--leader-election-namespace",
+        default=_env("KUBERL_LEADER_ELECTION_NAMESPACE"),
+        help="namespace of that Lease (default: --operator-namespace, else the pod's own)",
+    )
 
 
 def from_args(args: argparse.Namespace) -> OperatorConfig:
@@ -175,4 +193,6 @@ def from_args(args: argparse.Namespace) -> OperatorConfig:
         metrics_host=args.metrics_host,
         liveness_endpoint=liveness,
         log_format=args.log_format,
+        leader_election_id=args.leader_election_id,
+        leader_election_namespace=args.leader_election_namespace,
     )

@@ -12,6 +12,15 @@ from kuberl_operator.bounds import allow_api_server_depth
 from kuberl_operator.config import OperatorConfig, add_arguments, from_args
 from kuberl_operator.handlers import build_settings, post_event, register
 from kuberl_operator.kube import Kube
+from kuberl_operator.leader import (
+    DISABLED,
+    LeaderLease,
+    LeaseSettings,
+    exit_now,
+    lease_namespace,
+    new_identity,
+    standby_health,
+)
 from kuberl_operator.metrics import Metrics
 from kuberl_operator.reconcile import Reconciler
 
@@ -49,8 +58,30 @@ def run_operator(config: OperatorConfig) -> None:
         config.metrics_host,
         config.metrics_port,
     )
-    asyncio.run(
-        kopf.operator(
+    asyncio.run(_lead_then_operate(config, registry, leader_lease(config)))
+
+
+def leader_lease(config: OperatorConfig) -> LeaderLease | None:
+    if config.leader_election_id.lower() == DISABLED:
+        log.warning("leader election is off: nothing stops a second operator acting too")
+        return None
+    namespace = lease_namespace(config.leader_election_namespace, config.operator_namespace)
+    settings = LeaseSettings(namespace, config.leader_election_id, new_identity())
+    return LeaderLease(api_client(), settings)
+
+
+async def _lead_then_operate(
+    config: OperatorConfig, registry: kopf.OperatorRegistry, lease: LeaderLease | None
+) -> None:
+    """kopf starts only once this process holds the Lease (leader.py), and the process exits
+    the moment it stops holding it."""
+    keeper = None
+    if lease is not None:
+        async with standby_health(config.liveness_endpoint):
+            await lease.acquire()
+        keeper = asyncio.create_task(lease.keep(on_lost=exit_now))
+    try:
+        await kopf.operator(
             registry=registry,
             settings=build_settings(config),
             standalone=config.standalone,
@@ -58,7 +89,10 @@ def run_operator(config: OperatorConfig) -> None:
             namespaces=config.namespaces,
             liveness_endpoint=config.liveness_endpoint,
         )
-    )
+    finally:
+        if lease is not None and keeper is not None:
+            keeper.cancel()
+            await lease.release_quietly()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,6 +52,17 @@ OPERATOR_RULES: list[dict[str, list[str]]] = [
     {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
 ]
 
+# Leader election (leader.py): the one Lease every operator of a release takes before acting,
+# granted by a Role in the release's own namespace only (never cluster-wide: update on every
+# Lease would let the operator take over kube-scheduler's or kube-controller-manager's).
+LEADER_ELECTION_RULES: list[dict[str, list[str]]] = [
+    {
+        "apiGroups": ["coordination.k8s.io"],
+        "resources": ["leases"],
+        "verbs": ["get", "create", "update"],
+    },
+]
+
 
 def verbs_for(group: str, resource: str) -> set[str]:
     """Verbs granted on ``group``/``resource``: what a test checks each API call against."""

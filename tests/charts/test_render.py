@@ -14,7 +14,7 @@ from kuberl_operator.builders import JobRef, build_raycluster
 from kuberl_operator.config import from_args
 from kuberl_operator.metrics import Metrics
 from kuberl_operator.names import LABEL_JOB
-from kuberl_operator.rbac import OPERATOR_RULES
+from kuberl_operator.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
 from support.helm import CHART_DIR, NAMESPACE, RELEASE, Helm, Manifests, combinations
 from support.manifests import valid_manifest
 
@@ -61,6 +61,8 @@ def test_default_render_has_exactly_the_core_objects(rendered: dict[str, Manifes
         "ServiceAccount",
         "ClusterRole",
         "ClusterRoleBinding",
+        "Role",  # leader election: the Lease in the release namespace
+        "RoleBinding",
         "Deployment",
         "Service",
         "Secret",  # the key of the Ray heads' tokens
@@ -170,8 +172,8 @@ def test_cluster_role_is_the_operators_rule_list(rendered: dict[str, Manifests])
 def test_namespaced_mode_grants_roles_only(rendered: dict[str, Manifests], name: str) -> None:
     manifests = rendered[name]
     assert not manifests.of_kind("ClusterRole") and not manifests.of_kind("ClusterRoleBinding")
-    roles = manifests.of_kind("Role")
-    bindings = manifests.of_kind("RoleBinding")
+    roles = [r for r in manifests.of_kind("Role") if not _leader_election(r)]
+    bindings = [b for b in manifests.of_kind("RoleBinding") if not _leader_election(b)]
     assert sorted(r["metadata"]["namespace"] for r in roles) == WATCHED
     assert sorted(b["metadata"]["namespace"] for b in bindings) == WATCHED
     expected = [rule for rule in OPERATOR_RULES if not cluster_scoped(rule)]
@@ -179,6 +181,27 @@ def test_namespaced_mode_grants_roles_only(rendered: dict[str, Manifests], name:
         assert role["rules"] == expected
     for binding in bindings:
         assert binding["subjects"][0]["namespace"] == NAMESPACE
+
+
+def _leader_election(doc: dict[str, Any]) -> bool:
+    return doc["metadata"]["name"] == f"{RELEASE}-leader-election"
+
+
+@pytest.mark.parametrize("name", ["default", "namespaced"])
+def test_leader_election_lease_is_granted_in_the_release_namespace_only(
+    rendered: dict[str, Manifests], name: str
+) -> None:
+    manifests = rendered[name]
+    (role,) = (r for r in manifests.of_kind("Role") if _leader_election(r))
+    (binding,) = (b for b in manifests.of_kind("RoleBinding") if _leader_election(b))
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == NAMESPACE
+    assert role["rules"] == LEADER_ELECTION_RULES
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    account = manifests.one("ServiceAccount")["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account,
+                                    "namespace": NAMESPACE}]  # fmt: skip
+    env = {e["name"] for e in operator_container(manifests)["env"]}
+    assert "KUBERL_OPERATOR_NAMESPACE" in env  # where the operator looks for the Lease
 
 
 def test_rbac_can_be_left_to_the_user(helm: Helm) -> None:
@@ -285,7 +308,8 @@ def metric_names(expr: str) -> set[str]:
 def test_release_name_and_overrides_reach_every_name(helm: Helm) -> None:
     manifests = helm.template({"fullnameOverride": "rl"}, release="other")
     names = {doc["metadata"]["name"] for doc in manifests}
-    suffixes = ("", "-metrics", "-ray-token-key", "-runtime-status", "-view", "-edit")
+    suffixes = ("", "-metrics", "-ray-token-key", "-runtime-status", "-view", "-edit",
+                "-leader-election")  # fmt: skip
     assert names == {f"rl{suffix}" for suffix in suffixes}
     default = helm.template(release=RELEASE)
     assert {doc["metadata"]["name"] for doc in default} == {RELEASE + s for s in suffixes}

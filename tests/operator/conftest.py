@@ -10,7 +10,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -342,7 +342,9 @@ class OperatorProcess:
     """`python -m kuberl_operator` watching one namespace; killable and restartable."""
 
     def __init__(self, kubeconfig: str, namespace: str, dashboard: str, runtime_kubeconfig: str,
-                 log_path: Path, token_file: str) -> None:  # fmt: skip
+                 log_path: Path, token_file: str,
+                 leader_election: Sequence[str] = ("--leader-election-id", "none"),
+                 ) -> None:  # fmt: skip
         self.metrics_port, self.liveness_port = free_port(), free_port()
         self.argv = [
             sys.executable, "-m", "kuberl_operator", "-n", namespace,
@@ -352,6 +354,9 @@ class OperatorProcess:
             "--dashboard-grace-seconds", "120", "--metrics-host", "127.0.0.1",
             "--metrics-port", str(self.metrics_port),
             "--liveness", f"http://127.0.0.1:{self.liveness_port}/healthz",
+            # Off unless asked: each test's operator watches its own namespace
+            # (test_leader_election_cluster.py runs two with the chart's Lease).
+            *leader_election,
         ]  # fmt: skip
         self.env = {**os.environ, "KUBECONFIG": kubeconfig}
         self.log_path = log_path
