@@ -34,7 +34,7 @@ from kuberl_operator.hostnet_head import head_ports, host_network_dashboard
 from kuberl_operator.kube import Kube
 from kuberl_operator.metrics import Metrics
 from kuberl_operator.names import head_service_url, raycluster_name, submission_id
-from kuberl_operator.ray_auth import RayAuth
+from kuberl_operator.ray_auth import RayAuth, unlocked_head
 from kuberl_operator.ray_jobs import DashboardUnavailable, RayJobsClient, SubmissionRejected
 from kuberl_operator.state import JobState
 
@@ -242,6 +242,8 @@ class AttemptDriver:
         )
         try:
             session = client.session_name()
+            if failure := unlocked_head(client, self.config, attempt.ray_cluster):
+                return self.fail(state, attempt, failure)  # its token lock is off
             client.submit(payload)
         except DashboardUnavailable as err:
             self._dashboard_down(state, attempt, str(err))

@@ -13,12 +13,16 @@ import hmac
 import logging
 import secrets
 from pathlib import Path
+from typing import Protocol
 
 from kuberl_operator.builders.common import JobRef
+from kuberl_operator.config import OperatorConfig
+from kuberl_operator.failures import Failure, FailureClass
 
 log = logging.getLogger(__name__)
 
 MIN_KEY_BYTES = 32
+HEAD_UNAUTHENTICATED = "HeadUnauthenticated"
 
 
 class RayAuthError(RuntimeError):
@@ -65,3 +69,25 @@ def _read(path: str) -> bytes:
         return Path(path).read_bytes()
     except OSError as err:
         raise RayAuthError(f"cannot read {path}: {err}") from err
+
+
+class _Probe(Protocol):
+    def refuses_anonymous(self) -> bool: ...
+
+
+def unlocked_head(client: _Probe, config: OperatorConfig, cluster: str | None) -> Failure | None:
+    """``HeadUnauthenticated`` when the head answers a Jobs API request without its token: its
+    lock is off (a KubeRay without ``authOptions``, a Ray image before token authentication).
+    Nothing is submitted, and a retry would meet the same head: the job fails. A developer's
+    ``--dashboard-url-override`` head without ``--dashboard-token-file`` is not checked."""
+    if config.dashboard_url_override and not config.dashboard_token_file:
+        return None
+    if client.refuses_anonymous():
+        return None
+    return Failure(
+        HEAD_UNAUTHENTICATED,
+        f"the Ray head of {cluster} answered a request without its token, so anyone who "
+        "reaches it could run code as the job; nothing was submitted. Use a KubeRay whose "
+        "RayCluster has spec.authOptions and a Ray >= 2.52 image",
+        FailureClass.CONFIG,
+    )

@@ -95,6 +95,11 @@ class GuardedRayClient:
     def session_name(self) -> str | None:
         return self._gateway.call(self._head, "GET /api/version", self._inner.session_name)
 
+    def refuses_anonymous(self) -> bool:
+        return self._gateway.call(
+            self._head, "GET /api/version without a token", self._inner.refuses_anonymous
+        )
+
     def submit(self, payload: dict[str, Any]) -> str:
         return self._gateway.call(
             self._head, "POST /api/jobs/", lambda: self._inner.submit(payload)

@@ -6,18 +6,20 @@ dashboard raise ``DashboardUnavailable``; an unknown job is ``None``, not an err
 A head runs the job's code, so nothing it answers is trusted: every body is read with a size
 cap (``MAX_BODY_BYTES``; a larger one is refused), the log is streamed keeping only its last
 bytes (never the whole log in memory), and messages are redacted before they reach status.
-Every request carries the head's token (``x-ray-authorization: Bearer``, Ray's token auth).
+Every request carries the head's token (``x-ray-authorization: Bearer``, Ray's token auth),
+has one deadline for the whole call (http_deadline.py: a head dripping bytes cannot hold a
+thread past it) and follows no redirect (the token goes to the head's address only).
 """
 
+import http.client
 import json
 import logging
 import time
-import urllib.error
-import urllib.request
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from kuberl_operator.http_deadline import open_with_deadline
 from kuberl_operator.redact import redact
 
 log = logging.getLogger(__name__)
@@ -77,34 +79,50 @@ class RayJobsClient:
         self.timeout = timeout
         self.token = token
 
-    def _open(self, method: str, path: str, body: dict | None, timeout: float | None) -> Any:
+    def _open(
+        self, method: str, path: str, body: dict | None, timeout: float | None, auth: bool = True
+    ) -> tuple[http.client.HTTPResponse, http.client.HTTPConnection]:
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.base_url + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        if self.token:
-            request.add_header("x-ray-authorization", f"Bearer {self.token}")
+        headers = {"Content-Type": "application/json"}
+        if self.token and auth:
+            headers["x-ray-authorization"] = f"Bearer {self.token}"
+        url = self.base_url + path
         try:
-            return urllib.request.urlopen(request, timeout=timeout or self.timeout)
-        except urllib.error.HTTPError as err:
-            return err
-        except (urllib.error.URLError, OSError, TimeoutError) as err:
-            raise DashboardUnavailable(f"{method} {path}: {err}") from err
+            return open_with_deadline(url, method, data, headers, timeout or self.timeout)
+        except (OSError, http.client.HTTPException) as err:
+            raise _unavailable(method, path, err) from err
 
     def _request(
-        self, method: str, path: str, body: dict | None = None, timeout: float | None = None
+        self,
+        method: str,
+        path: str,
+        body: dict | None = None,
+        timeout: float | None = None,
+        auth: bool = True,
     ) -> tuple[int, Any]:
-        with self._open(method, path, body, timeout) as response:
-            try:
-                raw = response.read(MAX_BODY_BYTES + 1)
-            except (OSError, TimeoutError) as err:
-                raise DashboardUnavailable(f"{method} {path}: {err}") from err
-            status = response.status if hasattr(response, "status") else response.code
+        response, connection = self._open(method, path, body, timeout, auth)
+        try:
+            raw = response.read(MAX_BODY_BYTES + 1)
+        except (OSError, http.client.HTTPException) as err:
+            raise _unavailable(method, path, err) from err
+        finally:
+            connection.close()
         if len(raw) > MAX_BODY_BYTES:
             raise DashboardUnavailable(f"{method} {path}: answer over {MAX_BODY_BYTES} bytes")
-        if status in (401, 403):
-            refused = f"HTTP {status}: the head refused the operator's token"
+        if auth and response.status in (401, 403):
+            refused = f"HTTP {response.status}: the head refused the operator's token"
             raise DashboardUnavailable(f"{method} {path}: {refused}")
-        return status, _decode(raw)
+        return response.status, _decode(raw)
+
+    def refuses_anonymous(self) -> bool:
+        """Whether the head refuses a Jobs API request that carries no token (401/403), as a
+        head locked by Ray's token authentication does; False when it answers one."""
+        status, _ = self._request("GET", "/api/version", auth=False)
+        if status in (401, 403):
+            return True
+        if status == 200:
+            return False
+        raise DashboardUnavailable(f"GET /api/version without a token: HTTP {status}")
 
     def version(self) -> dict[str, Any]:
         status, body = self._request("GET", "/api/version")
@@ -125,8 +143,8 @@ class RayJobsClient:
         if _ID_IN_USE in text:
             return payload["submission_id"]
         if status >= 500:
-            raise DashboardUnavailable(f"POST /api/jobs/: HTTP {status}: {text[:300]}")
-        raise SubmissionRejected(f"HTTP {status}: {text[:300]}")
+            raise DashboardUnavailable(redact(f"POST /api/jobs/: HTTP {status}: {text[:300]}"))
+        raise SubmissionRejected(redact(f"HTTP {status}: {text[:300]}"))
 
     def get(self, submission_id: str) -> JobInfo | None:
         status, body = self._request("GET", f"/api/jobs/{submission_id}")
@@ -150,15 +168,23 @@ class RayJobsClient:
         ``logs/attempt-N/driver.log``)."""
         path = f"/api/jobs/{submission_id}/logs"
         try:
-            with self._open("GET", path, None, None) as response:
-                if getattr(response, "status", None) != 200:
+            response, connection = self._open("GET", path, None, LOG_STREAM_SECONDS + 5)
+            try:
+                if response.status != 200:
                     return ""
                 raw, complete = _stream_tail(response, max_chars * 6 + 64)
-        except (DashboardUnavailable, OSError, TimeoutError) as err:
-            log.warning("could not read the log of %s: %s", submission_id, err)
+            finally:
+                connection.close()
+        except (DashboardUnavailable, OSError, http.client.HTTPException) as err:
+            log.warning("could not read the log of %s: %s", submission_id, redact(str(err)))
             return ""
         text = _logs_from_tail(raw, complete)
         return redact(text)[-max_chars:]
+
+
+def _unavailable(method: str, path: str, err: BaseException) -> DashboardUnavailable:
+    what = str(err) or type(err).__name__
+    return DashboardUnavailable(redact(f"{method} {path}: {what}"))
 
 
 def _stream_tail(response: Any, keep: int) -> tuple[bytes, bool]:

@@ -94,6 +94,7 @@ class FakeRay:
         self.stopped: list[str] = []
         self.session = "session_1"
         self.reachable = True
+        self.locked = True  # refuses a request without the token, as token auth does
         self.tokens: set[str] = set()
 
     def client(self, url: str, token: str) -> FakeRay:
@@ -107,6 +108,10 @@ class FakeRay:
     def session_name(self) -> str:
         self._check()
         return self.session
+
+    def refuses_anonymous(self) -> bool:
+        self._check()
+        return self.locked
 
     def submit(self, payload: dict[str, Any]) -> str:
         self._check()
