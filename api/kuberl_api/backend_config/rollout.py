@@ -4,6 +4,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from kuberl_api.backend_config.multi_turn import AgentLoopConfig, MultiTurnConfig
 from kuberl_api.backend_config.verl_keys import VerlEngineKwargsKeys, VerlRolloutKeys
 from kuberl_api.base import ConfigModel
 
@@ -59,3 +60,5 @@ class RolloutConfig(VerlRolloutKeys):
     calculate_log_probs: bool = False
     engine_kwargs: EngineKwargsConfig = Field(default_factory=EngineKwargsConfig)
     val_kwargs: ValKwargsConfig = Field(default_factory=ValKwargsConfig)
+    multi_turn: MultiTurnConfig = Field(default_factory=MultiTurnConfig)
+    agent: AgentLoopConfig = Field(default_factory=AgentLoopConfig)

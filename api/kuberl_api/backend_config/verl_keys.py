@@ -87,8 +87,6 @@ class VerlRolloutKeys(ConfigModel):
     over_sample_rate: float = 0
     multi_stage_wake_up: bool = False
     router_config_path: str | None = None
-    multi_turn: Subtree = None
-    agent: Subtree = None
     checkpoint_engine: Subtree = None
     trace: Subtree = None
     skip_tokenizer_init: bool = True

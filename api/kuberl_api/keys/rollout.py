@@ -1,5 +1,6 @@
 """Fates of ``actor_rollout_ref.rollout.*``."""
 
+from kuberl_api.keys import multi_turn
 from kuberl_api.keys.entry import honoured, no_effect, refused
 from kuberl_api.keys.where import COMPONENTS, DEPRECATED, LOOP, VLLM
 
@@ -53,4 +54,5 @@ KEYS = [
     ),
     *[honoured(P + "val_kwargs." + k, LOOP) for k in ("top_k", "top_p", "temperature", "n")],
     honoured(P + "val_kwargs.do_sample", LOOP),
+    *multi_turn.KEYS,
 ]

@@ -89,8 +89,8 @@ KEYS: list[KeyEntry] = [
     no_effect("transfer_queue", SWITCHED),
     no_effect("global_profiler", PROFILER),
     no_effect("skip", SWITCHED),
-    no_effect("data.tool_config_path", MIRROR.format("rollout.multi_turn (refused when on)")),
-    no_effect("data.function_tool_path", MIRROR.format("rollout.multi_turn (refused when on)")),
+    no_effect("data.tool_config_path", MIRROR.format("rollout.multi_turn.tool_config_path")),
+    no_effect("data.function_tool_path", MIRROR.format("rollout.multi_turn.function_tool_path")),
     refused(
         "data.image_patch_size",
         "images are resized by the model processor's own patch size (14 for Qwen2.5-VL); "
@@ -135,8 +135,6 @@ KEYS: list[KeyEntry] = [
     refused(AR + "rollout.over_sample_rate", NOT_YET),
     no_effect(AR + "rollout.multi_stage_wake_up", "memory timing of vLLM wake-up only"),
     refused(AR + "rollout.router_config_path", NOT_YET),
-    no_effect(AR + "rollout.multi_turn", SWITCHED),
-    no_effect(AR + "rollout.agent", "agent-loop workers: async/multi-turn rollouts are refused"),
     no_effect(AR + "rollout.checkpoint_engine", SWITCHED + " (backend naive)"),
     no_effect(AR + "rollout.trace", "rollout tracing backends only"),
     no_effect(AR + "rollout.skip_tokenizer_init", "vLLM start-up detail; kuberl passes token ids"),

@@ -23,6 +23,7 @@ from kuberl_api.plan.common import (
     optim_section,
     str_or_list,
 )
+from kuberl_api.plan.multi_turn import multi_turn_section
 from kuberl_api.plan.run_plan import RunPlan
 from kuberl_api.plan.sections import (
     ActorPlan,
@@ -222,6 +223,7 @@ def rollout_section(
         log_prob_max_token_len_per_gpu=_filled(r.log_prob_max_token_len_per_gpu),
         engine_kwargs=EngineKwargsPlan(vllm=dict(r.engine_kwargs.vllm)),
         val_kwargs=_sampling(r.val_kwargs),
+        multi_turn=multi_turn_section(r),
     )
 
 

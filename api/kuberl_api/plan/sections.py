@@ -195,6 +195,22 @@ class EngineKwargsPlan(Frozen):
     vllm: dict[str, Any]
 
 
+class MultiTurnPlan(Frozen):
+    """``rollout.multi_turn.*`` and ``rollout.agent.default_agent_loop`` (verl's defaults)."""
+
+    enable: bool = False
+    max_assistant_turns: int = 0
+    """0: no limit (verl's null)."""
+    max_user_turns: int = 0
+    tool_config_path: str = ""
+    function_tool_path: str = ""
+    max_parallel_calls: int = 1
+    max_tool_response_length: int = 256
+    tool_response_truncate_side: Literal["left", "right", "middle"] = "middle"
+    tokenization_sanity_check_mode: Literal["strict", "ignore_strippable", "disable"] = "strict"
+    default_agent_loop: Literal["single_turn_agent", "tool_agent"] = "single_turn_agent"
+
+
 class RolloutPlan(Frozen):
     name: Literal["vllm", "hf", "sglang"]
     temperature: float
@@ -223,6 +239,7 @@ class RolloutPlan(Frozen):
     log_prob_max_token_len_per_gpu: int
     engine_kwargs: EngineKwargsPlan
     val_kwargs: SamplingPlan
+    multi_turn: MultiTurnPlan = MultiTurnPlan()
 
 
 class CriticModelPlan(Frozen):

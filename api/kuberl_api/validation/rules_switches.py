@@ -19,7 +19,6 @@ _NOT_YET = "not supported by kuberl"
 
 # (subtree, switch inside it, values that keep it off, what to do instead)
 SWITCHES: list[tuple[str, str, tuple[Any, ...], str]] = [
-    (_AR + "rollout.multi_turn", "enable", (False, None), "multi-turn/tool rollouts: " + _NOT_YET),
     (_AR + "rollout.mtp", "enable", (False, None), "multi-token prediction: " + _NOT_YET),
     (_AR + "model.mtp", "enable", (False, None), "multi-token prediction: " + _NOT_YET),
     ("critic.model.mtp", "enable", (False, None), "multi-token prediction: " + _NOT_YET),

@@ -61,7 +61,16 @@ def load_function_tools(path: str) -> list[FunctionTool]:
     spec = importlib.util.spec_from_file_location(f"kuberl_function_tools_{file.stem}", file)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except ModuleNotFoundError as err:
+        if err.name is None or not err.name.startswith("verl"):
+            raise
+        raise ToolError(
+            f"{where}: the file imports {err.name} (verl is not installed in kuberl's image); "
+            "write `from kuberl_runtime.tools import function_tool` instead of verl's import, "
+            "the decorator is used the same way"
+        ) from err
     defined = [
         fn
         for fn in vars(module).values()

@@ -38,6 +38,7 @@ from kuberl_runtime.trainer.balance import balance_order, row_workloads, seqlen_
 from kuberl_runtime.trainer.batch import Batch, shard_rows
 from kuberl_runtime.trainer.components import Components
 from kuberl_runtime.trainer.generation import VALIDATION_STREAM, generate_sharded, prompt_batch
+from kuberl_runtime.trainer.multi_turn import multi_turn_generator
 from kuberl_runtime.trainer.remax import REMAX_STREAM, greedy_params, reward_baselines
 from kuberl_runtime.trainer.rewards import score_batch
 from kuberl_runtime.trainer.state import restore_train_state, train_state
@@ -56,6 +57,7 @@ class Trainer(StepLoop):
             components.plan, components.ranks, components.total_training_steps, reporter
         )
         self.c = components
+        self.multi_turn = multi_turn_generator(self.plan, components)
         algo = self.plan.algorithm
         self.kl_ctrl = (
             build_kl_controller(
@@ -116,6 +118,7 @@ class Trainer(StepLoop):
                 batch, timings["step"], self.c.ranks.world_size, self.c.device
             ),
             **extra,
+            **(self.multi_turn.pop_metrics() if self.multi_turn else {}),
         }
 
     # ---- one step ----------------------------------------------------------------------------
@@ -289,6 +292,8 @@ class Trainer(StepLoop):
 
     # ---- helpers -----------------------------------------------------------------------------
     def _generate(self, prompts: Batch, params: SamplingParams, stream: int) -> Batch:
+        if self.multi_turn is not None:
+            return self.multi_turn.generate(prompts, params, stream)
         return generate_sharded(
             prompts,
             self.c.rollout,

@@ -12,8 +12,14 @@ from kuberl_runtime.rewards.placement import place_scores
 from kuberl_runtime.trainer.batch import Batch
 
 
+def response_attention(batch: Batch) -> torch.Tensor:
+    """1 on each response's tokens: the policy's and, in a multi-turn trajectory, the tools'
+    (``response_mask`` covers the policy's only); verl scores the whole trajectory's text."""
+    return batch["attention_mask"][:, -batch.response_length :]
+
+
 def valid_response_ids(batch: Batch) -> list[list[int]]:
-    responses, mask = batch["responses"], batch["response_mask"].bool()
+    responses, mask = batch["responses"], response_attention(batch).bool()
     return [row[m].tolist() for row, m in zip(responses, mask, strict=True)]
 
 
@@ -28,7 +34,7 @@ def score_batch(
     With a reward model (`reward_model.enable`) its scores are used as they are, as verl's reward
     managers do when `rm_scores` are present; otherwise the reward function scores the text.
     """
-    lengths = batch["response_mask"].sum(-1).tolist()
+    lengths = response_attention(batch).sum(-1).tolist()
     if model_scores is not None:
         return place_scores(list(model_scores), lengths, batch.response_length), {}
     texts = decode_responses(tokenizer, valid_response_ids(batch))

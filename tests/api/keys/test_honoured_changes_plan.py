@@ -72,6 +72,7 @@ COMPANIONS: dict[str, dict[str, Any]] = {
     "algorithm.norm_std_type": {"algorithm.adv_estimator": "reinforce_plus_plus"},
     "data.custom_cls.name": {"data.custom_cls.path": "/data/my_dataset.py"},
     "trainer.total_epochs": {"trainer.total_training_steps": None},  # steps win when set
+    R + "agent.default_agent_loop": {R + "multi_turn.enable": True},  # tool_agent needs it
     "trainer.critic_warmup": CRITIC,
     "trainer.max_critic_ckpt_to_keep": CRITIC,
     "trainer.resume_from_path": {

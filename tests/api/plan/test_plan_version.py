@@ -16,6 +16,7 @@ from kuberl_api.plan.version import PLAN_VERSION
 # PLAN_VERSION -> the schema it names. A new version adds a line; a line never changes.
 SCHEMAS = {
     1: "85476a0b9fab59931a096954f77450b9c49d9fb5af08e475daf8335671521aa1",
+    2: "5290e0eb1e69fcd02ddfe0d6eb6ae1b5c56d18cbd764dd3547c32ab134ba4613",  # RolloutPlan.multi_turn
 }
 
 

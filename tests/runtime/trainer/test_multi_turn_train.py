@@ -1,0 +1,122 @@
+"""A GRPO run with multi-turn rollouts and a calculator tool, end to end on CPU (`kuberl train`).
+
+The tiny policy is first taught one transcript (call the calculator, read its answer, answer),
+so that its rollouts call the tool: the run's metrics show the calls, the turns, and responses
+longer than the policy's own tokens (the tool's tokens are in the trajectory, not in the loss).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from .conftest import TOKENIZER_DIR, base_config, read_metrics, run_train, set_key
+
+pytestmark = pytest.mark.runtime
+
+QUESTION = "What is 14 - 1?"
+CALL = '<tool_call>{"name": "calculator", "arguments": {"expression": "14 - 1"}}</tool_call>'
+TOOL_CONFIG = """tools:
+  - class_name: kuberl.tools.calculator
+    config: {type: native}
+    tool_schema:
+      type: function
+      function:
+        name: calculator
+        description: Evaluate an arithmetic expression.
+        parameters:
+          type: object
+          properties: {expression: {type: string, description: e.g. 1234 * 5678}}
+          required: [expression]
+"""
+
+
+def _transcript(tokenizer) -> tuple[list[int], list[int]]:
+    """The conversation's ids and a loss mask over the assistant's tokens."""
+    ids: list[int] = []
+    mask: list[int] = []
+    parts = [
+        (f"<|im_start|>user\n{QUESTION}<|im_end|>\n<|im_start|>assistant\n", 0),
+        (CALL + "<|im_end|>", 1),
+        ("\n<|im_start|>tool\n13<|im_end|>\n<|im_start|>assistant\n", 0),
+        ("#### 13<|im_end|>", 1),
+    ]
+    for text, trained in parts:
+        part = tokenizer(text, add_special_tokens=False)["input_ids"]
+        ids += part
+        mask += [trained] * len(part)
+    return ids, mask
+
+
+def _teach(model_dir: Path, out: Path) -> Path:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    ids, mask = _transcript(tokenizer)
+    inputs = torch.tensor([ids])
+    labels = torch.where(torch.tensor([mask]).bool(), inputs, torch.tensor(-100))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a tiny model: more threads only contend
+    try:
+        for _ in range(150):
+            loss = model(input_ids=inputs, labels=labels).loss
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
+    assert loss.item() < 0.05, loss.item()
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def _data(path: Path, rows: int) -> Path:
+    record = {
+        "data_source": "openai/gsm8k",
+        "prompt": [{"role": "user", "content": QUESTION}],
+        "ability": "math",
+        "reward_model": {"style": "rule", "ground_truth": "13"},
+        "agent_name": "tool_agent",
+        "extra_info": {"index": 0, "tools_kwargs": {"calculator": {"create_kwargs": {}}}},
+    }
+    lines = [
+        json.dumps({**record, "extra_info": {**record["extra_info"], "index": i}})
+        for i in range(rows)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_grpo_with_a_calculator_tool_trains_end_to_end(tiny_model_dir, tmp_path):
+    model = _teach(tiny_model_dir, tmp_path / "taught")
+    tools = tmp_path / "tool_config.yaml"
+    tools.write_text(TOOL_CONFIG)
+    out = tmp_path / "out"
+    config = base_config(model, out, total_training_steps=2)
+    del config["custom_reward_function"]  # verl's GSM8K scorer for openai/gsm8k rows
+    set_key(config, "data.train_files", str(_data(tmp_path / "train.jsonl", 8)))
+    set_key(config, "data.max_response_length", 160)
+    set_key(config, "actor_rollout_ref.rollout.temperature", 0.3)
+    mt = "actor_rollout_ref.rollout.multi_turn."
+    set_key(config, mt + "enable", True)
+    set_key(config, mt + "max_assistant_turns", 3)
+    set_key(config, mt + "tool_config_path", str(tools))
+    set_key(config, "actor_rollout_ref.rollout.agent.default_agent_loop", "tool_agent")
+
+    done = run_train(config, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    metrics = read_metrics(out)
+    assert sorted(metrics) == [1, 2]
+    first = metrics[1]
+    assert first["tool/calculator/calls"] >= 4  # most of the 8 rollouts called it
+    assert first["tool/calculator/failures"] == 0
+    assert first["num_turns/mean"] > 2
+    assert first["critic/score/mean"] > 0  # "#### 13" after reading the tool
+    assert all(torch.isfinite(torch.tensor(v)) for v in first.values())
