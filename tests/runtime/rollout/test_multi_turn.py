@@ -38,7 +38,8 @@ def tokenizer():
 class ScriptedPolicy:
     """Answers each row's turns from a script (keyed by the row's first prompt token run)."""
 
-    def __init__(self, tokenizer, scripts: dict[str, list[str]], eos: bool = True) -> None:
+    def __init__(self, tokenizer, scripts: dict[str, list], eos: bool = True) -> None:
+        """``scripts``: each row's turns, as text or as token ids."""
         self.tokenizer = tokenizer
         self.scripts = scripts
         self.eos = eos
@@ -55,7 +56,8 @@ class ScriptedPolicy:
             self.contexts.append(context)
             script = self.scripts[self._row(context)]
             turn = self.tokenizer.decode(context).count("<|im_start|>assistant")
-            tokens = encode_text(self.tokenizer, script[turn - 1])
+            step = script[turn - 1]
+            tokens = list(step) if isinstance(step, list) else encode_text(self.tokenizer, step)
             tokens += [self.tokenizer.eos_token_id] if self.eos else []
             tokens = tokens[: params.response_length]
             out[row, : len(tokens)] = torch.tensor(tokens)
@@ -281,3 +283,18 @@ def test_single_turn_rows_are_the_single_turn_rollout(tokenizer):
     _, metrics = generate_multi_turn(prompts, ctx, ranks=ONE_RANK, row_seeds=[0], prompt_length=40)
     assert len(policy.contexts) == 1 and metrics["num_turns/mean"] == 2
     assert "tool/calculator/calls" not in metrics
+
+
+@pytest.mark.parametrize(
+    ("mode", "mismatches"), [("strict", 1), ("ignore_strippable", 0), ("disable", 0)]
+)
+def test_the_tokenization_sanity_check_in_verls_three_modes(tokenizer, mode, mismatches):
+    """The policy writes " apples" as single characters, which the template's tokenization
+    merges into one token: the ids differ, the text does not."""
+    spelled = [i for ch in " apples" for i in _ids(tokenizer, ch)]
+    assert spelled != _ids(tokenizer, " apples")
+    answer = _ids(tokenizer, "#### 6") + spelled
+    policy = ScriptedPolicy(tokenizer, {"fruit": [CALL % "2*3", answer]})
+    batch, metrics = _run(tokenizer, policy, ["fruit?"], tokenization_sanity_check_mode=mode)
+    assert metrics["multi_turn/tokenization_mismatches"] == mismatches
+    assert spelled == batch["responses"][0][batch["response_mask"][0].bool()].tolist()[-8:-1]

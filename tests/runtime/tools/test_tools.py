@@ -1,5 +1,5 @@
 """Tools as verl users write them: verl's tool config YAML, function tools from a file,
-built-ins.."""
+the built-ins."""
 
 from __future__ import annotations
 
