@@ -72,11 +72,22 @@ class ModelVolume(VolumeSource):
     mount_path: str = Field(pattern=r"^/", description="Where the model directory is mounted.")
 
 
+class StorageCredentials(PlatformModel):
+    secret_ref: LocalObjectReference = Field(
+        description="Secret (same namespace) whose keys become the ranks' environment variables: "
+        "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_REGION for s3:// and "
+        "obs://; see docs/storage.md. Its values never enter the spec, status, logs or events."
+    )
+
+
 class StorageSpec(PlatformModel):
     output: VolumeSource | None = Field(
         None, description="Volume holding af_output_dir, mounted at it on every pod."
     )
     model: ModelVolume | None = Field(None, description="Optional read-only model volume.")
+    credentials: StorageCredentials | None = Field(
+        None, description="Credentials for the remote (s3://, gs://, obs://) paths of the job."
+    )
 
 
 class RunPolicy(PlatformModel):

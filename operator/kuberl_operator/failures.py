@@ -21,7 +21,12 @@ _INFRA_ERROR_TYPES = {
     "JOB_SUPERVISOR_ACTOR_START_FAILURE",
     "JOB_SUPERVISOR_ACTOR_START_TIMEOUT",
 }
-_CONFIG_MARKERS = ("kuberl_api.validation.problems.SpecInvalid", "SpecInvalid:")
+# StorageAccessError: the object store refused the job's credentials (kuberl_runtime.checkpoint).
+_CONFIG_MARKERS = (
+    "kuberl_api.validation.problems.SpecInvalid",
+    "SpecInvalid:",
+    "StorageAccessError:",
+)
 
 
 class FailureClass(StrEnum):

@@ -21,6 +21,7 @@ JOB = JobRef("grpo", "team-a", "uid-123")
 CPU_POOL = {"name": "cpu", "nodes": 2, "cpu": "4", "memory": "8Gi"}
 CPU_ONLY = {
     "spec.workerPools": [CPU_POOL],
+    "spec.storage": {"output": {"claimName": "af-shared"}},  # two nodes need shared outputs
     "spec.backend_config.actor_rollout_ref.rollout.tensor_model_parallel_size": 1,
 }
 NPU_POOL = {

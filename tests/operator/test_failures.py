@@ -34,6 +34,10 @@ def info(status: str, exit_code=None, error_type=None, message="") -> JobInfo:
         (info("FAILED", 2), "error: bad key", "InvalidConfig", FailureClass.CONFIG),
         (info("FAILED", 1), "kuberl_api.validation.problems.SpecInvalid: x", "InvalidConfig",
          FailureClass.CONFIG),
+        (info("FAILED", 1), "kuberl_runtime.checkpoint.remote.StorageAccessError: listing "
+         "s3://b/run: access denied", "InvalidConfig", FailureClass.CONFIG),
+        (info("FAILED", 1), "kuberl_runtime.checkpoint.remote.StorageTransferError: uploading",
+         "AppFailed", FailureClass.APP),
         (info("FAILED", 1), "RuntimeError: nan", "AppFailed", FailureClass.APP),
         (info("FAILED", None, "JOB_SUPERVISOR_ACTOR_DIED"), "", "RayInfrastructureError",
          FailureClass.INFRA),

@@ -49,12 +49,7 @@ KEYS = [
     honoured(T + "default_local_dir", PLAN),
     honoured(T + "max_actor_ckpt_to_keep", PLAN),
     honoured(T + "max_critic_ckpt_to_keep", PLAN),
-    refused(
-        T + "default_hdfs_dir",
-        "copying checkpoints to a second destination is not supported yet; remove it or set "
-        "null (checkpoints stay in trainer.default_local_dir)",
-        allowed=(None, ""),
-    ),
+    honoured(T + "default_hdfs_dir", PLAN),
     refused(T + "del_local_ckpt_after_load", "not supported; remove it"),
     honoured(T + "remove_previous_ckpt_in_save", DEPRECATED),
     no_effect(T + "use_legacy_worker_impl", "kuberl has one worker implementation"),

@@ -361,6 +361,7 @@ def _trainer(cfg: BackendConfig) -> TrainerPlan:
         resume_mode=t.resume_mode,
         resume_from_path=t.resume_from_path or "",
         max_ckpt_to_keep=min(keep) if keep else 0,
+        checkpoint_mirror=(t.default_hdfs_dir or "").rstrip("/"),
         seed=t.seed,
         balance_batch=t.balance_batch,
     )

@@ -367,5 +367,8 @@ class TrainerPlan(Frozen):
     resume_from_path: str
     max_ckpt_to_keep: int
     """0: keep every checkpoint."""
+    checkpoint_mirror: str
+    """trainer.default_hdfs_dir: a URL every checkpoint is also uploaded to (and resumed from
+    when it holds a newer complete step than the local disk); empty: none."""
     seed: int
     balance_batch: bool

@@ -29,6 +29,7 @@ from kuberl_api.validation.rules_placement import (
 )
 from kuberl_api.validation.rules_reward import check_reward
 from kuberl_api.validation.rules_start import check_start
+from kuberl_api.validation.rules_storage import check_storage
 from kuberl_api.validation.rules_switches import check_switches, strip_hydra_targets
 from kuberl_api.validation.schema_errors import problems_from_validation_error
 from kuberl_api.validation.sft import sft_tree_of, validate_sft_document
@@ -181,5 +182,7 @@ def _check_semantics(result: ValidationResult, parsed: BaseModel, bc: str) -> No
     result.problems += check_reward(effective, bc)
     result.problems += check_multi_turn(effective, bc)
     result.problems += check_start(effective, bc)
+    spec = parsed if isinstance(parsed, RLTrainingJobSpec) else None
+    result.problems += check_storage(effective, bc, spec, result.document.prefix)
     if not result.errors:
         result.backend_config = effective

@@ -25,6 +25,7 @@ from kuberl_operator.builders.pods import (
     tolerations,
     volumes_and_mounts,
 )
+from kuberl_operator.builders.storage import add_storage_credentials
 from kuberl_operator.names import raycluster_name, runtime_account_name
 
 RAY_VERSION = "2.60.0"
@@ -123,6 +124,7 @@ def _worker_group(
     volumes, mounts = volumes_and_mounts(spec, shm)
     container = _container("ray-worker", image, spec, job, {"requests": requests, "limits": limits})
     container["ports"] = [RUNTIME_METRICS_PORT]
+    add_storage_credentials(container, spec)  # the ranks only, never the head's driver
     container["volumeMounts"] = mounts
     pod = pod_spec(job, spec, container, volumes, runtime_account_name(job.name))
     if pool.node_selector:

@@ -24,7 +24,7 @@ from kuberl_runtime.algorithms import (
 from kuberl_runtime.algorithms.roll_rlvr import RollRLVROptions, roll_advantages, shape_scores
 from kuberl_runtime.checkpoint.contents import Contents
 from kuberl_runtime.checkpoint.export import export_hf_model, write_hf_metadata
-from kuberl_runtime.checkpoint.manager import CheckpointManager
+from kuberl_runtime.checkpoint.mirrored import checkpoint_manager
 from kuberl_runtime.distributed import all_gather_rows
 from kuberl_runtime.engine.micro import MicroBatching
 from kuberl_runtime.engine.mrope import MRopeSpec
@@ -70,8 +70,12 @@ class Trainer(StepLoop):
             else None
         )
         keep = self.plan.trainer.max_ckpt_to_keep
-        self.checkpoints = CheckpointManager(
-            components.run.checkpoint_dir, components.ranks, keep or None, self._contents()
+        self.checkpoints = checkpoint_manager(
+            components.run.checkpoint_dir,
+            components.ranks,
+            self.plan.trainer.checkpoint_mirror,
+            keep or None,
+            self._contents(),
         )
 
     # ---- run -------------------------------------------------------------------------------

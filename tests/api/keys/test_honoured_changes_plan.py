@@ -55,6 +55,7 @@ COMPANIONS: dict[str, dict[str, Any]] = {
     "reward_model.reward_kwargs.": DAPO,  # only the dapo manager reads them, buffer on
     "reward_model.reward_manager": {},  # dapo on its own is valid; the buffer stays off
     "custom_reward_function.": {"custom_reward_function.path": "/rewards/score.py"},
+    "trainer.default_hdfs_dir": {"trainer.default_hdfs_dir": "s3://bucket/ckpt"},  # a URL
     M + "lora_": {M + "lora_rank": 8},
     M + "target_modules": {M + "lora_rank": 8},
     M + "exclude_modules": {M + "lora_rank": 8},

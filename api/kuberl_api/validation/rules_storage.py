@@ -1,0 +1,111 @@
+"""Remote paths and where outputs survive a lost node.
+
+* ``trainer.default_hdfs_dir`` (verl's checkpoint copy) is a URL whose scheme kuberl reads
+  (``kuberl_api.storage.SCHEMES``). ``trainer.resume_from_path`` is a local step directory: a
+  URL there is refused with the way that works (the mirror and ``resume_mode: auto``).
+* In an RLTrainingJob, a URL of a scheme that needs credentials needs them named:
+  ``spec.storage.credentials.secretRef`` (the Secret's keys become the ranks' environment).
+* A job on more than one node needs its checkpoints where every node and every later attempt
+  finds them: a PersistentVolumeClaim as the output volume, or a ``default_hdfs_dir`` URL.
+  Otherwise each attempt would silently start again from step 0.
+"""
+
+from __future__ import annotations
+
+from kuberl_api.backend_config import BackendConfig
+from kuberl_api.job import RLTrainingJobSpec
+from kuberl_api.storage import SCHEMES, is_url, scheme_of, url_problem
+from kuberl_api.validation.problems import Problem, join_path
+
+URL_FORMS = "s3://bucket/prefix, obs://bucket/prefix, gs://bucket/prefix, hdfs://host/path or file:///absolute/path"
+
+
+def check_storage(
+    cfg: BackendConfig, bc: str, spec: RLTrainingJobSpec | None, prefix: str
+) -> list[Problem]:
+    trainer = cfg.trainer
+    problems = []
+    mirror = trainer.default_hdfs_dir or ""
+    mirror_key = join_path(bc, "trainer", "default_hdfs_dir")
+    if mirror:
+        problems += _url_problems(mirror, mirror_key, required=True)
+    resume = trainer.resume_from_path or ""
+    if is_url(resume):
+        problems.append(_resume_url(resume, join_path(bc, "trainer", "resume_from_path")))
+    if spec is not None:
+        urls = [(mirror_key, mirror)] if is_url(mirror) else []
+        problems += _credentials_named(spec, prefix, urls)
+        nodes = sum(pool.nodes for pool in spec.worker_pools)
+        problems += _multi_node_outputs(spec, prefix, bool(mirror), nodes)
+    return problems
+
+
+def _resume_url(value: str, key: str) -> Problem:
+    return Problem(
+        key,
+        "reads a local (mounted) global_step_N directory; a URL is not read here yet",
+        "to resume from object storage set trainer.default_hdfs_dir to the URL that holds the "
+        "global_step_N directories and resume_mode: auto (the newest complete step is "
+        "downloaded), or mount the checkpoint and give its path",
+        value,
+    )
+
+
+def _url_problems(value: str, key: str, required: bool) -> list[Problem]:
+    if not is_url(value):
+        if not required:
+            return []
+        return [
+            Problem(
+                key,
+                "must be a URL: kuberl copies every checkpoint there and resumes from it",
+                f"write {URL_FORMS}, or set null to keep checkpoints in default_local_dir only",
+                value,
+            )
+        ]
+    why = url_problem(value)
+    if why is None:
+        return []
+    return [Problem(key, why, f"write {URL_FORMS}", value)]
+
+
+def _credentials_named(
+    spec: RLTrainingJobSpec, prefix: str, urls: list[tuple[str, str]]
+) -> list[Problem]:
+    credentials = spec.storage.credentials
+    if credentials is not None:
+        return []
+    problems = []
+    for key, url in urls:
+        scheme = SCHEMES.get(scheme_of(url))
+        if scheme is None or not scheme.needs_credentials:
+            continue
+        names = ", ".join(scheme.credential_env)
+        problems.append(
+            Problem(
+                key,
+                f"{scheme_of(url)}:// needs credentials, and the job names none",
+                f"create a Secret with the keys {names} and set "
+                f"{join_path(prefix, 'storage', 'credentials', 'secretRef', 'name')} to its name",
+                url,
+            )
+        )
+    return problems
+
+
+def _multi_node_outputs(
+    spec: RLTrainingJobSpec, prefix: str, mirrored: bool, nnodes: int
+) -> list[Problem]:
+    output = spec.storage.output
+    shared = output is not None and bool(output.claim_name)
+    if nnodes <= 1 or shared or mirrored:
+        return []
+    return [
+        Problem(
+            join_path(prefix, "storage", "output"),
+            f"a job on {nnodes} nodes needs its checkpoints on shared or object storage: "
+            "without it each node writes its own disk and every retry starts again at step 0",
+            "set storage.output.claimName to a ReadWriteMany PersistentVolumeClaim, or "
+            "backend_config.trainer.default_hdfs_dir to an s3:// (or gs://, hdfs://, obs://) URL",
+        )
+    ]

@@ -1,0 +1,90 @@
+"""Remote paths (issue 30): default_hdfs_dir and resume_from_path URLs, credentials named, and a
+multi-node job refused without shared or object storage for its checkpoints."""
+
+from typing import Any
+
+import pytest
+
+from kuberl_api.plan.from_document import plan_validated
+from kuberl_api.validation import parse_document, validate_document
+from support.manifests import valid_manifest, with_changes
+
+BC = "spec.backend_config"
+MIRROR = f"{BC}.trainer.default_hdfs_dir"
+SECRET = {"spec.storage": {"credentials": {"secretRef": {"name": "job-s3"}}}}
+
+
+def _errors(changes: dict[str, Any]) -> dict[str, str]:
+    result = validate_document(parse_document(with_changes(valid_manifest(), changes)))
+    return {p.path: p.render() for p in result.errors}
+
+
+@pytest.mark.parametrize(
+    "url", ["s3://bucket/runs/a", "obs://bucket/a", "gs://bucket/a", "hdfs://nn:8020/a"]
+)
+def test_a_url_of_a_known_scheme_with_a_secret_validates_and_reaches_the_plan(url):
+    manifest = with_changes(valid_manifest(), {MIRROR: url + "/", **SECRET})
+    result = validate_document(parse_document(manifest))
+    assert result.ok, [p.render() for p in result.errors]
+    plan = plan_validated(result.backend_config, result.af_output_dir)
+    assert plan.trainer.checkpoint_mirror == url
+
+
+def test_a_file_url_needs_no_secret():
+    assert _errors({MIRROR: "file:///mnt/backup/ckpt"}) == {}
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("ftp://host/x", "scheme ftp:// is not one kuberl reads"),
+        ("s3:///no-bucket", "names no bucket"),
+        ("file://relative/x", "write file:///absolute/path"),
+        ("~/experiments/ppo", "must be a URL"),
+    ],
+)
+def test_a_bad_mirror_is_refused_naming_the_key_and_the_fix(value, says):
+    errors = _errors({MIRROR: value, **SECRET})
+    assert list(errors) == [MIRROR]
+    assert says in errors[MIRROR] and value in errors[MIRROR]
+    assert "s3://bucket/prefix" in errors[MIRROR] or "set null" in errors[MIRROR]
+
+
+def test_a_credentialed_scheme_without_a_secret_names_the_field_to_set():
+    errors = _errors({MIRROR: "s3://bucket/a"})
+    assert list(errors) == [MIRROR]
+    message = errors[MIRROR]
+    assert "needs credentials" in message and "AWS_ACCESS_KEY_ID" in message
+    assert "spec.storage.credentials.secretRef.name" in message
+
+
+def test_a_resume_url_is_refused_with_the_way_that_works():
+    resume = {f"{BC}.trainer.resume_mode": "resume_path", **SECRET}
+    errors = _errors({**resume, f"{BC}.trainer.resume_from_path": "s3://b/run/global_step_3"})
+    assert list(errors) == [f"{BC}.trainer.resume_from_path"]
+    message = errors[f"{BC}.trainer.resume_from_path"]
+    assert "default_hdfs_dir" in message and "resume_mode: auto" in message
+
+
+def test_a_multi_node_job_needs_shared_or_object_storage():
+    two_nodes = {
+        "spec.workerPools[0].nodes": 2,
+        f"{BC}.data.train_batch_size": 16,
+        f"{BC}.actor_rollout_ref.actor.ppo_mini_batch_size": 8,
+        f"{BC}.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 1,
+    }
+    errors = _errors(two_nodes)
+    assert list(errors) == ["spec.storage.output"]
+    assert "every retry starts again at step 0" in errors["spec.storage.output"]
+    assert "claimName" in errors["spec.storage.output"]
+    shared = {"spec.storage": {"output": {"claimName": "shared-rwx"}}}
+    assert _errors({**two_nodes, **shared}) == {}
+    assert _errors({**two_nodes, MIRROR: "s3://bucket/a", **SECRET}) == {}
+    host_path = {"spec.storage": {"output": {"hostPath": "/data"}}}
+    assert list(_errors({**two_nodes, **host_path})) == ["spec.storage.output"]
+
+
+def test_the_secret_name_is_all_the_spec_holds():
+    manifest = with_changes(valid_manifest(), {MIRROR: "s3://b/a", **SECRET})
+    result = validate_document(parse_document(manifest))
+    assert result.spec.storage.credentials.secret_ref.name == "job-s3"
