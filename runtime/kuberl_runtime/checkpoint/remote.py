@@ -150,6 +150,11 @@ class CheckpointMirror:
         error: tuple[bool, str] | None = None
         shards: list[Shard] = []
         try:
+            if not step_dir.is_dir():  # else its shards would be missing from the manifest
+                raise FileNotFoundError(
+                    f"{step_dir} is not on this rank's disk: every rank must see the step rank 0 "
+                    "published (af_output_dir on a volume all nodes share)"
+                )
             shards = owned_shards(step_dir, self.ranks.rank)
             for shard in shards:
                 self._put(step_dir / shard.path, f"{self.step_url(step)}/{shard.path}")

@@ -120,3 +120,10 @@ def test_a_wrong_secret_names_the_secret_and_is_not_retried(
     assert "spec.storage.credentials.secretRef" in message
     assert "wrong-secret-value" not in message and credentials.access_key not in caplog.text
     assert not [r for r in caplog.records if "retry" in r.getMessage()]
+
+
+def test_a_rank_without_the_step_directory_fails_the_upload(credentials, s3_bucket, tmp_path):
+    mirror = CheckpointMirror(f"s3://{s3_bucket}/run", ONE_RANK)
+    with pytest.raises(StorageTransferError, match=r"not on this rank's disk"):
+        mirror.upload(tmp_path / "global_step_7", 7)
+    assert mirror.manifest(7) is None
