@@ -3,7 +3,8 @@
 Set `KUBERL_FAULT_POINT=<point>` (and optionally `KUBERL_FAULT_STEP=<global step>`) in the
 environment of a run; when the run reaches that point it sends itself SIGKILL — no cleanup, no
 `finally`, exactly like a node loss. Points: `checkpoint_write` (model shards written, before the
-rename), `step_middle` (after generation, before the updates).
+rename), `step_middle` (after generation, before the updates), `gen_batch` (DAPO's dynamic
+sampling: a generation batch left the step short and its partial step is written).
 """
 
 from __future__ import annotations

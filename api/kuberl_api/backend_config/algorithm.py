@@ -38,6 +38,24 @@ class PFPPOConfig(ConfigModel):
     weight_pow: float = 2.0
 
 
+class FilterGroupsConfig(ConfigModel):
+    """DAPO dynamic sampling (verl's ``algorithm.filter_groups``, verl 0.9 docs/algo/dapo.md)."""
+
+    enable: bool = False
+    metric: str | None = Field(
+        None,
+        description="reward | seq_reward | seq_final_reward (summed scores) or a key of the "
+        "reward function's extra info (acc, score, ...); a group whose values are all equal "
+        "is dropped.",
+    )
+    max_num_gen_batches: int = Field(
+        0, description="Generation batches a step may use before it fails; 0 or less: no limit."
+    )
+    max_inflight_gen_batches: int = Field(
+        1, gt=0, description="verl's V1 async generation bound; kuberl generates one at a time."
+    )
+
+
 class AlgorithmConfig(VerlAlgorithmKeys):
     gamma: float = Field(1.0, ge=0, le=1)
     lam: float = Field(1.0, ge=0, le=1)
@@ -48,6 +66,7 @@ class AlgorithmConfig(VerlAlgorithmKeys):
     kl_ctrl: KLControlConfig = Field(default_factory=KLControlConfig)
     use_pf_ppo: bool = False
     pf_ppo: PFPPOConfig = Field(default_factory=PFPPOConfig)
+    filter_groups: FilterGroupsConfig = Field(default_factory=FilterGroupsConfig)
 
     # ---- kuberl extension: ROLL's RLVR options (issue 14; owner H-numbers) -------------------
     # Not verl keys; all off by default. A ROLL pipeline config maps onto them (api/roll/), and

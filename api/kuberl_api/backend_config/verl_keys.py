@@ -165,4 +165,3 @@ class VerlRootKeys(ConfigModel):
 
 class VerlAlgorithmKeys(ConfigModel):
     rollout_correction: Subtree = None
-    filter_groups: Subtree = None

@@ -1,7 +1,7 @@
 """Fates of ``algorithm.*``."""
 
-from kuberl_api.keys.entry import honoured, refused
-from kuberl_api.keys.where import LOOP
+from kuberl_api.keys.entry import honoured, no_effect, refused
+from kuberl_api.keys.where import DYNAMIC_SAMPLING, LOOP
 
 P = "algorithm."
 NO_PF_PPO = "PF-PPO is not implemented; remove it"
@@ -29,6 +29,15 @@ KEYS = [
             "difficulty_high_threshold",
         )
     ],
+    # DAPO dynamic sampling (verl 0.9 docs/algo/dapo.md), validation/rules_filter_groups.py.
+    *[
+        honoured(P + "filter_groups." + k, DYNAMIC_SAMPLING)
+        for k in ("enable", "metric", "max_num_gen_batches")
+    ],
+    no_effect(
+        P + "filter_groups.max_inflight_gen_batches",
+        "bounds verl's V1 asynchronous generation; kuberl generates one batch at a time",
+    ),
     refused(P + "use_pf_ppo", NO_PF_PPO),
     refused(P + "pf_ppo.reweight_method", NO_PF_PPO),
     refused(P + "pf_ppo.weight_pow", NO_PF_PPO),

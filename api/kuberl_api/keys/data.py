@@ -19,10 +19,9 @@ KEYS = [
     honoured("data.max_response_length", PLAN),
     honoured("data.train_batch_size", COMPONENTS),
     no_effect("data.val_batch_size", "deprecated in verl: the whole validation set is one batch"),
-    refused(
-        "data.gen_batch_size",
-        "kuberl samples train_batch_size prompts per step; remove it or set it equal",
-    ),
+    # Prompts per DAPO generation batch; without filter_groups it must equal train_batch_size
+    # (validation/rules_filter_groups.py).
+    honoured("data.gen_batch_size", COMPONENTS),
     # verl 0.9.1 reads it nowhere (only its config files carry it); a reward model with its own
     # tokenizer re-renders the prompt itself (reward_model.model.input_tokenizer).
     no_effect(

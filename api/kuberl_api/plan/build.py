@@ -23,6 +23,7 @@ from kuberl_api.plan.common import (
     optim_section,
     str_or_list,
 )
+from kuberl_api.plan.filter_groups import filter_groups_section, gen_batch_size
 from kuberl_api.plan.multi_turn import multi_turn_section
 from kuberl_api.plan.run_plan import RunPlan
 from kuberl_api.plan.sections import (
@@ -110,6 +111,7 @@ def _data(cfg: BackendConfig) -> DataPlan:
         max_prompt_length=data.max_prompt_length,
         max_response_length=data.max_response_length,
         train_batch_size=data.train_batch_size,
+        gen_batch_size=gen_batch_size(cfg),
         shuffle=data.shuffle,
         seed=data.seed,
         filter_overlong_prompts=data.filter_overlong_prompts,
@@ -307,6 +309,7 @@ def _algorithm(cfg: BackendConfig) -> AlgorithmPlan:
             target_kl=float(kl.target_kl),
         ),
         roll_rlvr=_roll_rlvr(cfg.algorithm),
+        filter_groups=filter_groups_section(a),
     )
 
 

@@ -62,6 +62,8 @@ class DataPlan(Frozen):
     max_prompt_length: int
     max_response_length: int
     train_batch_size: int
+    gen_batch_size: int
+    """Prompts per generation batch: train_batch_size unless DAPO's filter_groups is on."""
     shuffle: bool
     seed: int
     filter_overlong_prompts: bool
@@ -340,6 +342,16 @@ class RollRLVRPlan(Frozen):
     difficulty_high_threshold: float
 
 
+class FilterGroupsPlan(Frozen):
+    """DAPO dynamic sampling (runtime trainer/dynamic_sampling.py); off: metric empty, 0."""
+
+    enable: bool
+    metric: str
+    """reward | seq_reward | seq_final_reward (summed scores) or a reward extra-info key."""
+    max_num_gen_batches: int
+    """Generation batches a step may use; 0 or less: no limit."""
+
+
 class AlgorithmPlan(Frozen):
     gamma: float
     lam: float
@@ -349,6 +361,7 @@ class AlgorithmPlan(Frozen):
     kl_penalty: str
     kl_ctrl: KLControlPlan
     roll_rlvr: RollRLVRPlan
+    filter_groups: FilterGroupsPlan
 
 
 class TrainerPlan(Frozen):

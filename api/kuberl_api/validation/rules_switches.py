@@ -41,7 +41,6 @@ SWITCHES: list[tuple[str, str, tuple[Any, ...], str]] = [
     ("skip", "rollout.enable", (False, None), "replaying dumped rollouts: " + _NOT_YET),
     ("skip", "rollout_tq.enable", (False, None), "replaying dumped rollouts: " + _NOT_YET),
     ("skip", "async_rollout.enable", (False, None), "replaying dumped rollouts: " + _NOT_YET),
-    ("algorithm.filter_groups", "enable", (False, None), "DAPO group filtering: " + _NOT_YET),
     (
         "algorithm.rollout_correction",
         "rollout_is",

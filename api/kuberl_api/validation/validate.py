@@ -21,6 +21,7 @@ from kuberl_api.validation.nulls import drop_unset
 from kuberl_api.validation.problems import Problem, SpecInvalid, join_path
 from kuberl_api.validation.rules_algorithm import check_algorithm
 from kuberl_api.validation.rules_batch import check_batch_sizes
+from kuberl_api.validation.rules_filter_groups import check_filter_groups
 from kuberl_api.validation.rules_multi_turn import check_multi_turn
 from kuberl_api.validation.rules_placement import (
     check_checkpoint_dir,
@@ -179,6 +180,7 @@ def _check_semantics(result: ValidationResult, parsed: BaseModel, bc: str) -> No
     result.problems += check_batch_sizes(effective, bc)
     result.problems += check_parallelism(effective, bc)
     result.problems += check_algorithm(effective, bc)
+    result.problems += check_filter_groups(effective, bc)
     result.problems += check_reward(effective, bc)
     result.problems += check_multi_turn(effective, bc)
     result.problems += check_start(effective, bc)

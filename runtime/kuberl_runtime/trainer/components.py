@@ -109,7 +109,7 @@ def build_components(run: RunConfig, device: Device, ranks: RankInfo) -> Compone
         else None
     )
     sampler = PromptBatchSampler(
-        len(train_data), data.train_batch_size, shuffle=data.shuffle, seed=data.seed
+        len(train_data), data.gen_batch_size, shuffle=data.shuffle, seed=data.seed
     )
     trainer = plan.trainer
     total = trainer.total_training_steps or sampler.steps_per_epoch * trainer.total_epochs

@@ -21,6 +21,7 @@ from kuberl_runtime.algorithms import (
     build_kl_controller,
     compute_advantage,
 )
+from kuberl_runtime.algorithms.filter_groups import metric_values
 from kuberl_runtime.algorithms.roll_rlvr import RollRLVROptions, roll_advantages, shape_scores
 from kuberl_runtime.checkpoint.contents import Contents
 from kuberl_runtime.checkpoint.export import export_hf_model, write_hf_metadata
@@ -37,6 +38,11 @@ from kuberl_runtime.trainer import metrics as M
 from kuberl_runtime.trainer.balance import balance_order, row_workloads, seqlen_balance_metrics
 from kuberl_runtime.trainer.batch import Batch, shard_rows
 from kuberl_runtime.trainer.components import Components
+from kuberl_runtime.trainer.dynamic_sampling import (
+    DynamicSampler,
+    gen_batch_stream,
+    gen_batch_uid_prefix,
+)
 from kuberl_runtime.trainer.generation import VALIDATION_STREAM, generate_sharded, prompt_batch
 from kuberl_runtime.trainer.multi_turn import multi_turn_generator
 from kuberl_runtime.trainer.remax import REMAX_STREAM, greedy_params, reward_baselines
@@ -77,6 +83,18 @@ class Trainer(StepLoop):
             keep or None,
             self._contents(),
         )
+        self.dynamic = (
+            DynamicSampler(
+                algo.filter_groups,
+                train_batch_size=self.plan.data.train_batch_size,
+                n=self.plan.rollout.n,
+                ranks=components.ranks,
+                checkpoint_dir=components.run.checkpoint_dir,
+                save_partial=self.plan.trainer.save_freq > 0,
+            )
+            if algo.filter_groups.enable
+            else None
+        )
 
     # ---- run -------------------------------------------------------------------------------
     def fit(self) -> None:
@@ -98,7 +116,7 @@ class Trainer(StepLoop):
         timings: dict[str, float] = {}
         epoch = self.c.sampler.epoch
         with M.timer("step", timings):
-            batch = self._generate_step_batch(step, timings)
+            batch, sampling_metrics = self._generate_step_batch(step, timings)
             balance_metrics: dict[str, float] = {}
             if self.plan.trainer.balance_batch:
                 batch, balance_metrics = self._balance(batch)
@@ -116,6 +134,7 @@ class Trainer(StepLoop):
             "training/epoch": epoch,
             **worker_metrics,
             **balance_metrics,
+            **sampling_metrics,
             **M.compute_data_metrics(batch, use_critic=self.c.critic is not None),
             **M.compute_timing_metrics(batch, timings),
             **M.compute_throughput_metrics(
@@ -126,11 +145,31 @@ class Trainer(StepLoop):
         }
 
     # ---- one step ----------------------------------------------------------------------------
-    def _generate_step_batch(self, step: int, timings: dict[str, float]) -> Batch:
+    def _generate_step_batch(
+        self, step: int, timings: dict[str, float]
+    ) -> tuple[Batch, dict[str, float]]:
+        """The step's rows; with DAPO's filter_groups, from as many generation batches as the
+        filter needs (trainer/dynamic_sampling.py), and its metrics."""
+        if self.dynamic is None:
+            return self._generate_gen_batch(step, 0, timings)[0], {}
+        metric = self.plan.algorithm.filter_groups.metric
+
+        def generate(index: int) -> tuple[Batch, list[float]]:
+            batch, extra = self._generate_gen_batch(step, index, timings)
+            return batch, metric_values(metric, batch["token_level_scores"], extra)
+
+        return self.dynamic.fill(step, self.c.sampler, generate)
+
+    def _generate_gen_batch(
+        self, step: int, index: int, timings: dict[str, float]
+    ) -> tuple[Batch, dict[str, list[Any]]]:
+        """Generation batch `index` of `step`, scored; and the reward's extra info."""
         samples = self.c.train_data.batch(self.c.sampler.next_batch())
         rollout_cfg = self.plan.rollout
+        stream = gen_batch_stream(step, index)
+        uids = gen_batch_uid_prefix(step, index)
         prompts = prompt_batch(
-            samples, rollout_cfg.n, self._prompt_length, self.c.rollout.pad_id, f"{step}"
+            samples, rollout_cfg.n, self._prompt_length, self.c.rollout.pad_id, uids
         )
         params = SamplingParams(
             response_length=self._response_length,
@@ -141,9 +180,9 @@ class Trainer(StepLoop):
             ignore_eos=rollout_cfg.ignore_eos,
         )
         with M.timer("gen", timings):
-            batch = self._generate(prompts, params, stream=step)
+            batch = self._generate(prompts, params, stream=stream)
         with M.timer("reward", timings):
-            batch["token_level_scores"] = self._scores(batch)
+            batch["token_level_scores"], extra = self._scores_and_extra(batch)
         if self.plan.algorithm.adv_estimator == "remax":
             with M.timer("gen_max", timings):
                 batch["reward_baselines"] = reward_baselines(
@@ -152,16 +191,15 @@ class Trainer(StepLoop):
                     prompt_length=self._prompt_length,
                     pad_id=self.c.rollout.pad_id,
                     generate=lambda greedy: self._generate(
-                        greedy, greedy_params(params), stream=REMAX_STREAM + step
+                        greedy, greedy_params(params), stream=REMAX_STREAM + stream
                     ),
-                    score=self._scores,
+                    score=lambda greedy: self._scores_and_extra(greedy)[0],
                 )
-        return batch
+        return batch, extra
 
-    def _scores(self, batch: Batch) -> torch.Tensor:
+    def _scores_and_extra(self, batch: Batch) -> tuple[torch.Tensor, dict[str, list[Any]]]:
         model_scores = self._reward_model_scores(batch)
-        scores, _ = score_batch(batch, self.c.reward_manager, self.c.tokenizer, model_scores)
-        return scores
+        return score_batch(batch, self.c.reward_manager, self.c.tokenizer, model_scores)
 
     def _balance(self, batch: Batch) -> tuple[Batch, dict[str, float]]:
         """verl's balance_batch: rank r gets a group of rows with a near-equal token load."""
@@ -418,9 +456,12 @@ class Trainer(StepLoop):
 
     def _resume(self) -> int:
         step_dir = self._checkpoint_to_resume()
-        if step_dir is None:
-            return 0
-        return restore_train_state(self.c, self.checkpoints, step_dir, self.kl_ctrl)
+        step = 0
+        if step_dir is not None:
+            step = restore_train_state(self.c, self.checkpoints, step_dir, self.kl_ctrl)
+        if self.dynamic is not None and self.plan.trainer.resume_mode != "disable":
+            self.dynamic.resume_after(step)  # step 0: the initial weights, as any attempt's
+        return step
 
     def export(self) -> str | None:
         """Merged Hugging Face model of the final policy into `<output_dir>/huggingface/`."""

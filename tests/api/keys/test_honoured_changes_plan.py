@@ -72,6 +72,15 @@ COMPANIONS: dict[str, dict[str, Any]] = {
     "algorithm.norm_mean_type": {"algorithm.adv_estimator": "reinforce_plus_plus"},
     "algorithm.norm_std_type": {"algorithm.adv_estimator": "reinforce_plus_plus"},
     "data.custom_cls.name": {"data.custom_cls.path": "/data/my_dataset.py"},
+    # DAPO's filter: its settings count once it is on (with a metric); gen_batch_size with it.
+    "algorithm.filter_groups.": {
+        "algorithm.filter_groups.enable": True,
+        "algorithm.filter_groups.metric": "acc",
+    },
+    "data.gen_batch_size": {
+        "algorithm.filter_groups.enable": True,
+        "algorithm.filter_groups.metric": "acc",
+    },
     "trainer.total_epochs": {"trainer.total_training_steps": None},  # steps win when set
     R + "agent.default_agent_loop": {R + "multi_turn.enable": True},  # tool_agent needs it
     "trainer.critic_warmup": CRITIC,

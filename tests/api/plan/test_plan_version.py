@@ -18,6 +18,7 @@ SCHEMAS = {
     1: "85476a0b9fab59931a096954f77450b9c49d9fb5af08e475daf8335671521aa1",
     2: "5290e0eb1e69fcd02ddfe0d6eb6ae1b5c56d18cbd764dd3547c32ab134ba4613",  # RolloutPlan.multi_turn
     3: "617d3ad1d46047edfb62e747c8c31e02f62db2c24a15b10aef7cfcadaba3eec2",  # checkpoint_mirror
+    4: "e20f48d049e730e0d710d2ab39d16f2d281c69bb18a3e40d59aa912210395427",  # DAPO filter_groups
 }
 
 
