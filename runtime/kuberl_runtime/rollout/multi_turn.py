@@ -90,6 +90,8 @@ class TurnContext:
     pad_id: int
     tools: dict[str, Tool]
     settings: MultiTurnSettings
+    max_context: int = 0
+    """Context plus new tokens never exceed it (the engine's model length); 0: no limit."""
 
 
 def start_trajectory(
@@ -134,6 +136,27 @@ def run_trajectories(trajectories: list[Trajectory], ctx: TurnContext) -> None:
 
 
 def _policy_turn(live: list[Trajectory], turn: int, ctx: TurnContext) -> None:
+    for group in _length_groups(live, ctx):
+        _generate_group(group, turn, ctx)
+
+
+def _length_groups(live: list[Trajectory], ctx: TurnContext) -> list[list[Trajectory]]:
+    """Batches whose rows all fit ``max_context`` with the batch's longest remaining budget
+    (one batch when they all do; the engine takes one ``response_length`` per call)."""
+    budget = ctx.params.response_length
+    order = sorted(live, key=lambda t: len(t.ids))
+    groups: list[list[Trajectory]] = []
+    for t in order:
+        room = budget - len(groups[-1][0].ids) if groups else 0
+        fits = not ctx.max_context or len(t.prompt_ids) + len(t.ids) + room <= ctx.max_context
+        if groups and fits:
+            groups[-1].append(t)
+        else:
+            groups.append([t])
+    return groups
+
+
+def _generate_group(live: list[Trajectory], turn: int, ctx: TurnContext) -> None:
     budget = ctx.params.response_length
     contexts = [t.prompt_ids + t.ids for t in live]
     width = max(len(c) for c in contexts)

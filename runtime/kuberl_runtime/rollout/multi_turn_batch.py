@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -37,6 +38,7 @@ def generate_multi_turn(
 ) -> tuple[Batch, dict[str, float]]:
     """The batch and its rollout metrics (every rank's rows)."""
     samples = prompts.objects["sample"]
+    ctx = replace(ctx, max_context=prompt_length + ctx.params.response_length)
     num_rows = len(samples)
     per_rank = -(-num_rows // ranks.world_size)
     padded = list(range(num_rows)) + [0] * (per_rank * ranks.world_size - num_rows)

@@ -298,3 +298,34 @@ def test_the_tokenization_sanity_check_in_verls_three_modes(tokenizer, mode, mis
     batch, metrics = _run(tokenizer, policy, ["fruit?"], tokenization_sanity_check_mode=mode)
     assert metrics["multi_turn/tokenization_mismatches"] == mismatches
     assert spelled == batch["responses"][0][batch["response_mask"][0].bool()].tolist()[-8:-1]
+
+
+def test_rows_are_batched_so_no_context_outgrows_the_model_length(tokenizer):
+    from kuberl_runtime.rollout.multi_turn import Trajectory, _length_groups
+    from kuberl_runtime.rollout.tool_calls import ToolSession
+
+    def row(prompt: int, done: int) -> Trajectory:
+        return Trajectory("tool_agent", [], [1] * prompt, ToolSession({}), 0, ids=[5] * done)
+
+    ctx = TurnContext(
+        engine=None,
+        tokenizer=tokenizer,
+        params=SamplingParams(response_length=100),
+        eos_ids=[2],
+        pad_id=0,
+        tools={},
+        settings=MultiTurnSettings(),
+        max_context=140,  # prompt_length 40 + response_length 100
+    )
+    rows = [row(40, 60), row(10, 0), row(40, 10), row(30, 10)]
+    groups = _length_groups(rows, ctx)
+    for group in groups:
+        room = 100 - min(len(t.ids) for t in group)
+        assert all(len(t.prompt_ids) + len(t.ids) + room <= 140 for t in group)
+    assert [[(len(t.prompt_ids), len(t.ids)) for t in g] for g in groups] == [
+        [(10, 0)],  # room 100: (40, 10) would reach 150
+        [(40, 10), (30, 10)],  # room 90
+        [(40, 60)],
+    ]
+    unlimited = TurnContext(**{**ctx.__dict__, "max_context": 0})
+    assert len(_length_groups(rows, unlimited)) == 1

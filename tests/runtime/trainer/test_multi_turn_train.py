@@ -51,7 +51,7 @@ def _transcript(tokenizer) -> tuple[list[int], list[int]]:
     return ids, mask
 
 
-def _teach(model_dir: Path, out: Path) -> Path:
+def teach(model_dir: Path, out: Path) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
@@ -77,7 +77,7 @@ def _teach(model_dir: Path, out: Path) -> Path:
     return out
 
 
-def _data(path: Path, rows: int) -> Path:
+def data_rows(path: Path, rows: int) -> Path:
     record = {
         "data_source": "openai/gsm8k",
         "prompt": [{"role": "user", "content": QUESTION}],
@@ -95,13 +95,13 @@ def _data(path: Path, rows: int) -> Path:
 
 
 def test_grpo_with_a_calculator_tool_trains_end_to_end(tiny_model_dir, tmp_path):
-    model = _teach(tiny_model_dir, tmp_path / "taught")
+    model = teach(tiny_model_dir, tmp_path / "taught")
     tools = tmp_path / "tool_config.yaml"
     tools.write_text(TOOL_CONFIG)
     out = tmp_path / "out"
     config = base_config(model, out, total_training_steps=2)
     del config["custom_reward_function"]  # verl's GSM8K scorer for openai/gsm8k rows
-    set_key(config, "data.train_files", str(_data(tmp_path / "train.jsonl", 8)))
+    set_key(config, "data.train_files", str(data_rows(tmp_path / "train.jsonl", 8)))
     set_key(config, "data.max_response_length", 160)
     set_key(config, "actor_rollout_ref.rollout.temperature", 0.3)
     mt = "actor_rollout_ref.rollout.multi_turn."
