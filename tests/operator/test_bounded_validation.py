@@ -56,8 +56,8 @@ def test_an_affinity_nested_hundreds_deep_is_refused(make: Any) -> None:
 
 def test_a_doubling_interpolation_chain_is_refused_naming_the_limit(make: Any) -> None:
     bomb = {"l0": "xx", **{f"l{i}": f"${{.l{i - 1}}}${{.l{i - 1}}}" for i in range(1, 40)}}
-    message = refusal(make({"spec.backend_config.trainer.bomb": bomb}))
-    assert "spec.backend_config.trainer.bomb.l" in message
+    message = refusal(make({"spec.backend_config.actor_rollout_ref.model.override_config": bomb}))
+    assert "spec.backend_config.actor_rollout_ref.model.override_config.l" in message
     assert any(limit in message for limit in ("MAX_RESOLVED_CHARS", "MAX_LOOKUPS", "MAX_CHAIN"))
 
 
