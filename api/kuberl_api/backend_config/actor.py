@@ -9,7 +9,6 @@ from kuberl_api.backend_config.verl_keys import (
     VerlCheckpointKeys,
     VerlFSDPKeys,
     VerlOptimKeys,
-    VerlPolicyLossKeys,
 )
 from kuberl_api.base import ConfigModel
 
@@ -22,14 +21,39 @@ LossAggMode = Literal[
 ]
 KLEstimator = Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "full"]
 Strategy = Literal["fsdp", "fsdp2"]
+# verl 0.9.1's registered policy losses but bypass_mode (rollout correction selects it).
+LossMode = Literal[
+    "vanilla",
+    "gspo",
+    "gpg",
+    "clip_cov",
+    "kl_cov",
+    "geo_mean",
+    "cispo",
+    "sapo",
+    "dppo_tv",
+    "dppo_kl",
+    "dro",
+]
+LRSchedule = Literal["constant", "cosine", "wsd"]
+# optim.optimizer: the torch.optim classes verl 0.9.1's build_optimizer can build from its
+# arguments (lr, weight_decay, betas when the name holds "adam"; optimizer_impl torch.optim).
+# Not: LBFGS, Rprop (no weight_decay), SparseAdam (sparse gradients, no weight_decay), Muon
+# (2-D parameters only; a model has 1-D norms and biases).
+TorchOptimizer = Literal[
+    "AdamW", "Adam", "Adamax", "NAdam", "RAdam", "SGD", "Adagrad", "Adadelta", "RMSprop"
+]
 
 
 class OptimConfig(VerlOptimKeys):
     lr: float = Field(1e-6, gt=0)
     lr_warmup_steps: int | None = Field(-1, description="<= 0 or null uses the ratio.")
     lr_warmup_steps_ratio: float = Field(0.0, ge=0, le=1)
-    lr_scheduler_type: Literal["constant", "cosine"] | None = Field(
-        None, description="Schedule after warmup; null means constant."
+    lr_scheduler_type: LRSchedule | None = Field(
+        None,
+        description="Schedule after warmup; null means constant. wsd: warmup-stable-decay "
+        "(verl's get_wsd_schedule_with_warmup: 90% of the post-warmup steps constant, then "
+        "cosine to min_lr_ratio).",
     )
     warmup_style: Literal["constant", "cosine"] | None = Field(
         None, description="Deprecated: use lr_scheduler_type."
@@ -39,7 +63,9 @@ class OptimConfig(VerlOptimKeys):
     total_training_steps: int = Field(-1, description="Set by the trainer.")
     weight_decay: float = Field(0.01, ge=0)
     betas: list[float] = Field(default_factory=lambda: [0.9, 0.999], min_length=2, max_length=2)
-    optimizer: Literal["AdamW"] = "AdamW"
+    optimizer: TorchOptimizer = Field(
+        "AdamW", description="A torch.optim class, as verl builds it."
+    )
     clip_grad: float = Field(1.0, gt=0)
 
 
@@ -84,8 +110,14 @@ class CheckpointConfig(VerlCheckpointKeys):
     )
 
 
-class PolicyLossConfig(VerlPolicyLossKeys):
-    loss_mode: Literal["vanilla", "gspo", "gpg"] = "vanilla"
+class PolicyLossConfig(ConfigModel):
+    loss_mode: LossMode = "vanilla"
+    clip_cov_ratio: float = Field(0.0002, description="clip_cov: share of tokens cut (> 0).")
+    clip_cov_lb: float = Field(1.0, description="clip_cov: lower covariance bound.")
+    clip_cov_ub: float = Field(5.0, description="clip_cov: upper covariance bound.")
+    kl_cov_ratio: float = Field(0.0002, description="kl_cov: share of tokens penalised, (0, 1].")
+    ppo_kl_coef: float = Field(0.1, description="kl_cov: coefficient of the |log-ratio| penalty.")
+    dro_beta: float | None = Field(None, description="dro: the quadratic penalty, > 0 (required).")
 
 
 class ActorConfig(VerlActorKeys):
@@ -101,10 +133,14 @@ class ActorConfig(VerlActorKeys):
     ppo_max_token_len_per_gpu: int = Field(16384, gt=0)
     grad_clip: float = Field(1.0, gt=0)
     clip_ratio: float = Field(0.2, gt=0, lt=1)
-    clip_ratio_low: float | None = Field(0.2, gt=0, lt=1, description="Null uses clip_ratio.")
+    clip_ratio_low: float | None = Field(
+        0.2, gt=0, description="Null uses clip_ratio; 1 or more: no lower clip (CISPO's 10)."
+    )
     clip_ratio_high: float | None = Field(0.2, gt=0, description="Null uses clip_ratio.")
     clip_ratio_c: float = Field(3.0, gt=1, description="Dual-clip bound for negative advantages.")
     policy_loss: PolicyLossConfig = Field(default_factory=PolicyLossConfig)
+    tau_pos: float = Field(1.0, gt=0, description="sapo: gate temperature where A > 0.")
+    tau_neg: float = Field(1.05, gt=0, description="sapo: gate temperature where A <= 0.")
     loss_agg_mode: LossAggMode = "token-mean"
     loss_scale_factor: float | None = Field(None, gt=0)
     entropy_coeff: float = 0.0

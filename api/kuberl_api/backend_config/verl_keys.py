@@ -43,19 +43,8 @@ class VerlCheckpointKeys(ConfigModel):
     strict: bool = True
 
 
-class VerlPolicyLossKeys(ConfigModel):
-    clip_cov_ratio: float = 0.0002
-    clip_cov_lb: float = 1.0
-    clip_cov_ub: float = 5.0
-    kl_cov_ratio: float = 0.0002
-    ppo_kl_coef: float = 0.1
-    dro_beta: float | None = None
-
-
 class VerlActorKeys(ConfigModel):
     rollout_n: int = Field(1, gt=0, description="verl fills it from rollout.n.")
-    tau_pos: float = 1.0
-    tau_neg: float = 1.05
     freeze_vision_tower: bool = False
     calculate_sum_pi_squared: bool = False
     use_prefix_grouper: bool = False

@@ -53,7 +53,12 @@ def _fsdp_keys(parent: str) -> list[KeyEntry]:
 
 def _optim_keys(parent: str) -> list[KeyEntry]:
     return [
-        refused(parent + "optimizer_impl", "kuberl uses torch.optim.AdamW; remove it"),
+        refused(
+            parent + "optimizer_impl",
+            "kuberl builds optim.optimizer from torch.optim (AdamW, Adam, Adamax, NAdam, RAdam, "
+            "SGD, Adagrad, Adadelta, RMSprop); remove it or write torch.optim",
+            allowed=("torch.optim", None),
+        ),
         refused(parent + "zero_indexed_step", NOT_YET),
         refused(parent + "override_optimizer_config", NOT_YET),
     ]
@@ -101,8 +106,6 @@ KEYS: list[KeyEntry] = [
     honoured("data.mm_processor_kwargs", DATASET),
     *_model_keys(AR + "model."),
     no_effect(AR + "actor.rollout_n", MIRROR.format("rollout.n")),
-    refused(AR + "actor.tau_pos", "used by loss modes kuberl does not implement; remove it"),
-    refused(AR + "actor.tau_neg", "used by loss modes kuberl does not implement; remove it"),
     honoured(AR + "actor.freeze_vision_tower", MODEL_BUILDER),
     refused(AR + "actor.calculate_sum_pi_squared", NOT_YET),
     refused(AR + "actor.use_prefix_grouper", NOT_YET),
@@ -112,12 +115,6 @@ KEYS: list[KeyEntry] = [
         AR + "actor.entropy_from_logits_chunk_size", "memory only; kuberl chunks its own way"
     ),
     refused(AR + "actor.pad_to_length", NOT_YET),
-    *[
-        no_effect(AR + "actor.policy_loss." + key, "used only by loss modes kuberl refuses")
-        for key in ("clip_cov_ratio", "clip_cov_lb", "clip_cov_ub", "kl_cov_ratio")
-    ],
-    no_effect(AR + "actor.policy_loss.ppo_kl_coef", "used only by loss modes kuberl refuses"),
-    no_effect(AR + "actor.policy_loss.dro_beta", "used only by loss modes kuberl refuses"),
     *_optim_keys(AR + "actor.optim."),
     *[entry for parent in FSDP_PARENTS for entry in _fsdp_keys(parent)],
     *_checkpoint_keys(AR + "actor.checkpoint."),

@@ -134,6 +134,21 @@ def _clip_grad(optim: OptimConfig, grad_clip: float) -> float:
     return float(optim.clip_grad if "clip_grad" in optim.model_fields_set else grad_clip)
 
 
+def _policy_loss(actor: ActorConfig) -> PolicyLossPlan:
+    loss = actor.policy_loss
+    return PolicyLossPlan(
+        loss_mode=loss.loss_mode,
+        clip_cov_ratio=float(loss.clip_cov_ratio),
+        clip_cov_lb=float(loss.clip_cov_lb),
+        clip_cov_ub=float(loss.clip_cov_ub),
+        kl_cov_ratio=float(loss.kl_cov_ratio),
+        ppo_kl_coef=float(loss.ppo_kl_coef),
+        tau_pos=float(actor.tau_pos),
+        tau_neg=float(actor.tau_neg),
+        dro_beta=float(loss.dro_beta or 0.0),
+    )
+
+
 def actor_section(actor: ActorConfig, n: int, dp_size: int) -> ActorPlan:
     """`n`: rollout.n; `dp_size`: data-parallel ranks (the placement's)."""
     clip = float(actor.clip_ratio)
@@ -148,7 +163,7 @@ def actor_section(actor: ActorConfig, n: int, dp_size: int) -> ActorPlan:
         clip_ratio_low=float(actor.clip_ratio_low) if actor.clip_ratio_low is not None else clip,
         clip_ratio_high=float(actor.clip_ratio_high) if actor.clip_ratio_high is not None else clip,
         clip_ratio_c=float(actor.clip_ratio_c),
-        policy_loss=PolicyLossPlan(loss_mode=actor.policy_loss.loss_mode),
+        policy_loss=_policy_loss(actor),
         loss_agg_mode=actor.loss_agg_mode,
         loss_scale_factor=(
             float(actor.loss_scale_factor) if actor.loss_scale_factor is not None else None

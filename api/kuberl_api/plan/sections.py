@@ -103,12 +103,13 @@ class OptimPlan(Frozen):
     lr: float
     lr_warmup_steps: int
     lr_warmup_steps_ratio: float
-    lr_scheduler_type: Literal["constant", "cosine"]
+    lr_scheduler_type: Literal["constant", "cosine", "wsd"]
     min_lr_ratio: float
     num_cycles: float
     weight_decay: float
     betas: list[float]
-    optimizer: Literal["AdamW"]
+    optimizer: str
+    """A torch.optim class name (validation: the ones verl's build_optimizer can build)."""
 
 
 class FSDPPlan(Frozen):
@@ -136,7 +137,19 @@ class CheckpointPlan(Frozen):
 
 
 class PolicyLossPlan(Frozen):
+    """The loss mode and the parameters only some modes read (runtime LossModeParams)."""
+
     loss_mode: str
+    clip_cov_ratio: float
+    clip_cov_lb: float
+    clip_cov_ub: float
+    kl_cov_ratio: float
+    ppo_kl_coef: float
+    tau_pos: float
+    """SAPO's gate temperatures: actor.tau_pos/tau_neg (verl reads them from the actor)."""
+    tau_neg: float
+    dro_beta: float
+    """0 when unset (verl's null); validation requires > 0 for loss_mode dro."""
 
 
 class ActorPlan(Frozen):

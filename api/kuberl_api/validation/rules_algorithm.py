@@ -7,7 +7,12 @@ GROUP_ESTIMATORS = {"grpo", "rloo", "opo", "grpo_passk", "gpg", "reinforce_plus_
 
 
 def check_algorithm(cfg: BackendConfig, bc: str) -> list[Problem]:
-    return _check_estimator(cfg, bc) + _check_actor_and_rollout(cfg, bc) + _check_resume(cfg, bc)
+    return (
+        _check_estimator(cfg, bc)
+        + _check_actor_and_rollout(cfg, bc)
+        + _check_policy_loss(cfg, bc)
+        + _check_resume(cfg, bc)
+    )
 
 
 def _check_estimator(cfg: BackendConfig, bc: str) -> list[Problem]:
@@ -109,3 +114,31 @@ def _check_resume(cfg: BackendConfig, bc: str) -> list[Problem]:
             )
         ]
     return []
+
+
+def _check_policy_loss(cfg: BackendConfig, bc: str) -> list[Problem]:
+    """The parameter a loss mode cannot run without (verl 0.9.1 asserts each at the first step)."""
+    loss = cfg.actor_rollout_ref.actor.policy_loss
+    # mode: (key, its value, whether the mode can run with it, the fix)
+    checks = {
+        "dro": ("dro_beta", loss.dro_beta, (loss.dro_beta or 0) > 0, "set it > 0, e.g. 0.1"),
+        "clip_cov": (
+            "clip_cov_ratio",
+            loss.clip_cov_ratio,
+            loss.clip_cov_ratio > 0,
+            "set it > 0 (verl's default: 0.0002)",
+        ),
+        "kl_cov": (
+            "kl_cov_ratio",
+            loss.kl_cov_ratio,
+            0 < loss.kl_cov_ratio <= 1,
+            "set it in (0, 1] (verl's default: 0.0002)",
+        ),
+    }
+    if loss.loss_mode not in checks:
+        return []
+    key, value, ok, fix = checks[loss.loss_mode]
+    if ok:
+        return []
+    path = join_path(bc, "actor_rollout_ref", "actor", "policy_loss", key)
+    return [Problem(path, f"loss_mode {loss.loss_mode} cannot run with this {key}", fix, value)]

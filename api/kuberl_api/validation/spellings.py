@@ -12,6 +12,10 @@
 * ``reward_model.model.fsdp_config.min_num_params``: verl's docs and its reward model worker up to
   v0.4 read the wrap policy from the reward model's ``fsdp_config`` itself; it is
   ``wrap_policy.min_num_params`` of that ``fsdp_config`` (same fate).
+* ``actor_rollout_ref.actor.policy_loss.tau_pos``/``tau_neg``: verl v0.9.0's SAPO examples add
+  SAPO's gate temperatures under ``policy_loss`` (``+...policy_loss.tau_pos``), where verl 0.9.1's
+  PolicyLossConfig has no such field; its SAPO loss reads ``actor.tau_pos``/``tau_neg``. They
+  are that key (a warning; both spellings set differently is an error).
 
 ``fold_spellings`` returns where each folded key came from, so problems found later on the
 folded key name the key the user wrote (``point_at_written``).
@@ -44,6 +48,22 @@ REWARD_SPELLINGS: list[tuple[str, str]] = [
 ]
 TRACKING, WANDB = "tracking", "wandb"
 RM_FSDP = "reward_model.model.fsdp_config"
+# (a key's other spelling, the key kuberl reads, what the warning says)
+MOVED: list[tuple[str, str, str]] = [
+    (
+        RM_FSDP + ".min_num_params",
+        RM_FSDP + ".wrap_policy.min_num_params",
+        "verl's docs write it here; write fsdp_config.wrap_policy.min_num_params instead",
+    ),
+    *[
+        (
+            f"actor_rollout_ref.actor.policy_loss.{tau}",
+            f"actor_rollout_ref.actor.{tau}",
+            f"verl's SAPO examples write it here, but verl 0.9.1 reads actor.{tau}; write that",
+        )
+        for tau in ("tau_pos", "tau_neg")
+    ],
+]
 
 
 def fold_spellings(tree: dict, bc: str) -> tuple[dict, list[Problem], dict[str, str]]:
@@ -54,7 +74,8 @@ def fold_spellings(tree: dict, bc: str) -> tuple[dict, list[Problem], dict[str, 
     origins: dict[str, str] = {}
     _fold_reward_tree(out, bc, problems, origins)
     problems += _fold_tracking(out, bc)
-    _fold_flat_min_num_params(out, bc, problems, origins)
+    for flat, nested, hint in MOVED:
+        _fold_moved(out, bc, (flat, nested, hint), problems, origins)
     return out, problems, origins
 
 
@@ -125,14 +146,19 @@ def _fold_tracking(tree: dict, bc: str) -> list[Problem]:
     return [Problem(path, "deprecated logger name", hint, logger, severity=Severity.WARNING)]
 
 
-def _fold_flat_min_num_params(
-    tree: dict, bc: str, problems: list[Problem], origins: dict[str, str]
+def _fold_moved(
+    tree: dict,
+    bc: str,
+    moved: tuple[str, str, str],
+    problems: list[Problem],
+    origins: dict[str, str],
 ) -> None:
-    fsdp = lookup_dotted(tree, RM_FSDP)
-    if not isinstance(fsdp, dict) or "min_num_params" not in fsdp:
+    flat, nested, hint = moved
+    parent_key, _, leaf = flat.rpartition(".")
+    parent = lookup_dotted(tree, parent_key)
+    if not isinstance(parent, dict) or leaf not in parent:
         return
-    value = fsdp.pop("min_num_params")
-    flat, nested = RM_FSDP + ".min_num_params", RM_FSDP + ".wrap_policy.min_num_params"
+    value = parent.pop(leaf)
     current = lookup_dotted(tree, nested)
     if value is None:
         return
@@ -141,7 +167,6 @@ def _fold_flat_min_num_params(
         return
     set_dotted(tree, nested, copy.deepcopy(value))
     origins[nested] = flat
-    hint = "verl's docs write it here; write fsdp_config.wrap_policy.min_num_params instead"
     path = join_path(bc, *flat.split("."))
     problems.append(Problem(path, "older spelling", hint, severity=Severity.WARNING))
 

@@ -6,6 +6,7 @@ advantage estimators and policy losses.
 """
 
 from kuberl_runtime.algorithms import group_advantages as _group_advantages  # noqa: F401  registers
+from kuberl_runtime.algorithms import policy_loss_extra as _policy_loss_extra  # noqa: F401  registers
 from kuberl_runtime.algorithms.advantages import (
     ADVANTAGE_ESTIMATORS,
     compute_advantage,
@@ -25,6 +26,7 @@ from kuberl_runtime.algorithms.kl_control import (
 from kuberl_runtime.algorithms.masked import masked_mean, masked_sum, masked_var, masked_whiten
 from kuberl_runtime.algorithms.policy_loss import (
     POLICY_LOSSES,
+    LossModeParams,
     compute_policy_loss,
     get_policy_loss_fn,
     register_policy_loss,
@@ -39,6 +41,7 @@ __all__ = [
     "AdaptiveKLController",
     "FixedKLController",
     "GlobalBatch",
+    "LossModeParams",
     "UnknownAlgorithmError",
     "agg_loss",
     "apply_kl_penalty",

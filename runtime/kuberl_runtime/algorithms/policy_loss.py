@@ -1,13 +1,16 @@
 """Policy-gradient losses selected by `actor.policy_loss.loss_mode`, and their registry.
 
-Every loss takes the same keywords (see `compute_policy_loss`), declares the ones it uses and
-absorbs the rest with `**_`, and returns (pg_loss, metrics) with verl's metric keys:
-`actor/pg_loss`, `actor/pg_clipfrac`, `actor/ppo_kl`, `actor/pg_clipfrac_lower` (detached).
+Every loss takes the same keywords (see `compute_policy_loss`; the parameters of the other loss
+modes come as `LossModeParams`' fields), declares the ones it uses and absorbs the rest with
+`**_`, and returns (pg_loss, metrics) with verl's metric keys: `actor/pg_loss`,
+`actor/pg_clipfrac`, `actor/ppo_kl`, `actor/pg_clipfrac_lower` (detached). The modes of
+`policy_loss_extra.py` return the keys verl 0.9.1's own function returns, plus `actor/pg_loss`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -24,6 +27,22 @@ POLICY_LOSSES: Registry[PolicyLoss] = Registry("policy loss")
 LOG_RATIO_CLAMP = 20.0
 # GSPO clamps its (sequence-level) log-ratio from above only.
 GSPO_LOG_RATIO_MAX = 10.0
+
+
+@dataclass(frozen=True)
+class LossModeParams:
+    """Parameters only some loss modes read, at verl 0.9.1's defaults (`actor.policy_loss.*`,
+    `actor.tau_pos`/`tau_neg`): each mode of `policy_loss_extra.py` names the ones it uses."""
+
+    clip_cov_ratio: float = 0.0002
+    clip_cov_lb: float = 1.0
+    clip_cov_ub: float = 5.0
+    kl_cov_ratio: float = 0.0002
+    ppo_kl_coef: float = 0.1
+    tau_pos: float = 1.0
+    tau_neg: float = 1.05
+    dro_beta: float = 0.0
+    """Only `dro` reads it; verl's null (unset) is 0 here, refused by validation for dro."""
 
 
 def register_policy_loss(*names: str) -> Callable[[PolicyLoss], PolicyLoss]:
@@ -51,10 +70,12 @@ def compute_policy_loss(
     rollout_is_weights: torch.Tensor | None = None,
     loss_scale_factor: float | None = None,
     global_batch: GlobalBatch | None = None,
+    mode_params: LossModeParams | None = None,
 ) -> PolicyLossOutput:
     """Run the loss named `loss_mode`; all tensors are (rows, L) over response tokens.
 
-    `global_batch` selects verl's global-batch aggregation (see `aggregation.GlobalBatch`).
+    `global_batch` selects verl's global-batch aggregation (see `aggregation.GlobalBatch`);
+    `mode_params` the other modes' parameters (verl's defaults when None).
     """
     return get_policy_loss_fn(loss_mode)(
         old_log_prob=old_log_prob,
@@ -69,6 +90,7 @@ def compute_policy_loss(
         rollout_is_weights=rollout_is_weights,
         loss_scale_factor=loss_scale_factor,
         global_batch=global_batch,
+        **asdict(mode_params or LossModeParams()),
     )
 
 

@@ -20,7 +20,13 @@ import torch
 from torch import nn
 
 from kuberl_api.plan.sections import ActorPlan
-from kuberl_runtime.algorithms import GlobalBatch, agg_loss, compute_policy_loss, kl_loss
+from kuberl_runtime.algorithms import (
+    GlobalBatch,
+    LossModeParams,
+    agg_loss,
+    compute_policy_loss,
+    kl_loss,
+)
 from kuberl_runtime.engine.logprob import forward_responses
 from kuberl_runtime.engine.micro import (
     MicroBatching,
@@ -215,6 +221,7 @@ class Actor:
             clip_ratio_c=cfg.clip_ratio_c,
             loss_scale_factor=cfg.loss_scale_factor,
             global_batch=global_batch,
+            mode_params=LossModeParams(**cfg.policy_loss.model_dump(exclude={"loss_mode"})),
         )
         metrics = dict(metrics)
         if need_entropy:

@@ -1,4 +1,5 @@
-"""AdamW, warmup + constant/cosine learning-rate schedules, and clipping that skips bad steps."""
+"""The optimizer (a torch.optim class, as verl builds it), warmup + constant/cosine/wsd
+learning-rate schedules, and clipping that skips bad steps."""
 
 from __future__ import annotations
 
@@ -15,15 +16,20 @@ from kuberl_api.plan.sections import OptimPlan
 logger = logging.getLogger(__name__)
 
 
+# wsd: the share of the post-warmup steps at the full learning rate (verl 0.9.1's
+# get_wsd_schedule_with_warmup default; verl's FSDP config has no key for it).
+WSD_STABLE_RATIO = 0.9
+
+
 def build_optimizer(model: nn.Module, optim: OptimPlan) -> torch.optim.Optimizer:
+    """`torch.optim.<optim.optimizer>` with verl 0.9.1's arguments: lr and weight_decay, and
+    betas when the name holds "adam" (validation admits only classes that take them)."""
     params = [p for p in model.parameters() if p.requires_grad]
-    return torch.optim.AdamW(
-        params,
-        lr=optim.lr,
-        betas=(optim.betas[0], optim.betas[1]),
-        weight_decay=optim.weight_decay,
-        foreach=_foreach(params),
-    )
+    kwargs: dict[str, object] = {"lr": optim.lr, "weight_decay": optim.weight_decay}
+    if "adam" in optim.optimizer.lower():
+        kwargs["betas"] = (optim.betas[0], optim.betas[1])
+    optimizer_class = getattr(torch.optim, optim.optimizer)
+    return optimizer_class(params, foreach=_foreach(params), **kwargs)
 
 
 def _foreach(params: list[torch.Tensor]) -> bool | None:
@@ -41,15 +47,32 @@ def warmup_steps(optim: OptimPlan, total_training_steps: int) -> int:
 
 
 def lr_multiplier(step: int, *, warmup: int, total: int, optim: OptimPlan) -> float:
-    """Linear warmup 0→1, then constant, or cosine down to `min_lr_ratio`."""
+    """Linear warmup 0→1, then constant, cosine down to `min_lr_ratio`, or wsd."""
     if step < warmup:
         return step / max(1, warmup)
+    if optim.lr_scheduler_type == "wsd":
+        return _wsd(step, warmup=warmup, total=total, optim=optim)
     if optim.lr_scheduler_type != "cosine":
         return 1.0
     progress = (step - warmup) / max(1, total - warmup)
     floor = optim.min_lr_ratio
     cosine = math.cos(2 * math.pi * optim.num_cycles * progress)
     return max(floor, 0.5 * (1 + floor) + 0.5 * (1 - floor) * cosine)
+
+
+def _wsd(step: int, *, warmup: int, total: int, optim: OptimPlan) -> float:
+    """Warmup-stable-decay after warmup (verl 0.9.1's get_wsd_schedule_with_warmup): the first
+    int(0.9 x (total − warmup)) steps at 1, the rest a cosine from 1 to `min_lr_ratio`
+    (`num_cycles` waves over the decay), `min_lr_ratio` from `total` on."""
+    remaining = max(0, total - warmup)
+    stable = int(remaining * WSD_STABLE_RATIO)
+    if step < warmup + stable:
+        return 1.0
+    if step >= total:
+        return optim.min_lr_ratio
+    progress = (step - warmup - stable) / max(1, remaining - stable)
+    wave = max(0.0, 0.5 * (1.0 + math.cos(2 * math.pi * optim.num_cycles * progress)))
+    return (1.0 - optim.min_lr_ratio) * wave + optim.min_lr_ratio
 
 
 def build_lr_scheduler(

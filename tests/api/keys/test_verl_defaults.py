@@ -63,8 +63,10 @@ def test_the_copy_is_verls_own():
 def test_most_no_effect_keys_are_verl_keys_with_a_default():
     no_effect = [k for k, e in REGISTRY.items() if e.fate is Fate.NO_EFFECT]
     missing = [k for k in no_effect if k not in verl_defaults().values]
-    # The rest are older verl keys 0.9.1 dropped (data.val_batch_size, ...): any value is a change.
-    assert len(missing) <= len(no_effect) // 4, missing
+    # The rest are older verl keys 0.9.1 dropped (data.val_batch_size, ...) and kuberl's copies of
+    # fsdp_config keys verl's tree lacks for a role: any value is a change. 38 of 149 when the
+    # loss modes' parameters became honoured (they were verl keys with a default).
+    assert len(missing) * 10 <= len(no_effect) * 3, missing
 
 
 def _write() -> None:

@@ -12,13 +12,23 @@ from kuberl_runtime.algorithms import (
     LOSS_AGG_MODES,
     AdaptiveKLController,
     GlobalBatch,
+    LossModeParams,
     agg_loss,
     compute_policy_loss,
     kl_loss,
     kl_penalty,
     value_loss,
 )
-from tests.runtime.algorithms.verl_oracle import TOL, actor_config, core_algos, random_batch
+from kuberl_runtime.algorithms import (
+    POLICY_LOSSES as KUBERL_POLICY_LOSSES,
+)
+from tests.runtime.algorithms.verl_oracle import (
+    TOL,
+    PolicyLossConfig,
+    actor_config,
+    core_algos,
+    random_batch,
+)
 
 SEEDS = st.integers(0, 2**31 - 1)
 SHAPES = st.tuples(st.integers(3, 12), st.integers(2, 9))
@@ -133,6 +143,154 @@ def test_policy_losses_equal_verl(loss_mode, mode, seed, shape, clips, weights, 
     torch.testing.assert_close(log_prob.grad, verl_log_prob.grad, atol=TOL, rtol=TOL)
     for key, value in their_metrics.items():
         close(metrics[key], value)
+
+
+# verl 0.9.1's other modes (algorithms/policy_loss_extra.py); bypass_mode is rollout correction's.
+MODE_NAMES = ["clip_cov", "kl_cov", "geo_mean", "cispo", "sapo", "dppo_tv", "dppo_kl", "dro"]
+NOT_LOSS_MODES = {"bypass_mode": "algorithm.rollout_correction.bypass_mode selects it"}
+MODE_PARAMS = st.builds(
+    LossModeParams,
+    clip_cov_ratio=st.floats(0.05, 0.5),
+    clip_cov_lb=st.floats(-1.0, 0.2),
+    clip_cov_ub=st.floats(0.3, 5.0),
+    kl_cov_ratio=st.floats(0.05, 1.0),
+    ppo_kl_coef=st.floats(0.0, 2.0),
+    tau_pos=st.floats(0.5, 3.0),
+    tau_neg=st.floats(0.5, 3.0),
+    dro_beta=st.floats(0.01, 2.0),
+)
+
+
+def test_every_verl_loss_mode_is_kuberls_or_listed():
+    verl_modes = set(core_algos.POLICY_LOSS_REGISTRY)
+    assert verl_modes - set(KUBERL_POLICY_LOSSES.names()) == set(NOT_LOSS_MODES)
+    assert set(MODE_NAMES) | set(POLICY_LOSSES) == set(KUBERL_POLICY_LOSSES.names())
+
+
+def _verl_config(clips: tuple[float, ...], params: LossModeParams, batch: GlobalBatch | None):
+    clip, low, high, c = clips
+    policy_loss = PolicyLossConfig(
+        clip_cov_ratio=params.clip_cov_ratio,
+        clip_cov_lb=params.clip_cov_lb,
+        clip_cov_ub=params.clip_cov_ub,
+        kl_cov_ratio=params.kl_cov_ratio,
+        ppo_kl_coef=params.ppo_kl_coef,
+        dro_beta=params.dro_beta,
+    )
+    config = actor_config(
+        clip_ratio=clip,
+        clip_ratio_low=low,
+        clip_ratio_high=high,
+        clip_ratio_c=c,
+        tau_pos=params.tau_pos,
+        tau_neg=params.tau_neg,
+        policy_loss=policy_loss,
+    )
+    config.global_batch_info.update(loss_scale_factor=32.0)
+    if batch is not None:
+        config.global_batch_info.update(
+            dp_size=2,
+            batch_num_tokens=batch.batch_num_tokens,
+            global_batch_size=batch.global_batch_size,
+        )
+    return config
+
+
+@pytest.mark.parametrize("loss_mode", MODE_NAMES)
+@pytest.mark.parametrize("mode", LOSS_AGG_MODES)
+@FAST
+@given(
+    seed=SEEDS,
+    shape=SHAPES,
+    clips=CLIPS,
+    params=MODE_PARAMS,
+    weights=st.booleans(),
+    glob=st.booleans(),
+)
+def test_other_loss_modes_equal_verl(loss_mode, mode, seed, shape, clips, params, weights, glob):
+    """Loss, gradient and metrics; clip_cov's random pick draws from torch's global generator,
+    seeded alike before each side."""
+    b = random_batch(seed, *shape)
+    is_weights = b.values.abs() + 0.1 if weights else None
+    batch = GlobalBatch(2, int(b.mask.sum()) * 2, b.rows * 2) if glob else None
+    clip, low, high, c = clips
+    log_prob = b.log_prob.clone().requires_grad_(True)
+    torch.manual_seed(seed)
+    ours, metrics = compute_policy_loss(
+        loss_mode,
+        old_log_prob=b.old_log_prob,
+        log_prob=log_prob,
+        advantages=b.advantages,
+        response_mask=b.mask,
+        loss_agg_mode=mode,
+        clip_ratio=clip,
+        clip_ratio_low=low,
+        clip_ratio_high=high,
+        clip_ratio_c=c,
+        rollout_is_weights=is_weights,
+        loss_scale_factor=32.0,
+        global_batch=batch,
+        mode_params=params,
+    )
+    verl_log_prob = b.log_prob.clone().requires_grad_(True)
+    torch.manual_seed(seed)
+    theirs, their_metrics = core_algos.get_policy_loss_fn(loss_mode)(
+        old_log_prob=b.old_log_prob,
+        log_prob=verl_log_prob,
+        advantages=b.advantages,
+        response_mask=b.mask.bool(),
+        loss_agg_mode=mode,
+        config=_verl_config(clips, params, batch),
+        rollout_is_weights=is_weights,
+    )
+    close(ours, theirs)
+    ours.backward()
+    theirs.backward()
+    torch.testing.assert_close(log_prob.grad, verl_log_prob.grad, atol=TOL, rtol=TOL)
+    assert set(metrics) == {"actor/pg_loss", *their_metrics}
+    for key, value in their_metrics.items():
+        close(metrics[key], value)
+
+
+def _surrogate_case() -> dict[str, torch.Tensor]:
+    """One row of four tokens; (A − mean A)·(log π − mean log π): 2.53, 1.72, 1.74, 2.23."""
+    log_prob = torch.tensor([[-0.1, -0.2, -3.0, -2.5]], dtype=torch.float64)
+    return {
+        "old_log_prob": log_prob.clone(),
+        "log_prob": log_prob.requires_grad_(True),
+        "advantages": torch.tensor([[2.0, 1.5, -1.0, -2.0]], dtype=torch.float64),
+        "response_mask": torch.ones(1, 4),
+    }
+
+
+def test_clip_cov_cuts_the_gradient_of_high_covariance_tokens():
+    case = _surrogate_case()
+    params = LossModeParams(clip_cov_ratio=0.5, clip_cov_lb=2.0, clip_cov_ub=5.0)
+    loss, metrics = compute_policy_loss("clip_cov", **case, mode_params=params)
+    loss.backward()
+    # ratio 1: each token's gradient is −A/4; the tokens with cov in (2, 5) are cut, both of
+    # them: max(1, ⌊0.5 x 4⌋) = 2.
+    cut = torch.tensor([[True, False, False, True]])
+    expected = torch.where(cut, torch.zeros(()), -case["advantages"] / 4)
+    torch.testing.assert_close(case["log_prob"].grad, expected)
+    assert metrics["actor/pg_clipfrac"].item() == pytest.approx(0.5)
+
+
+def test_kl_cov_penalises_the_top_covariance_tokens():
+    case = _surrogate_case()
+    case["old_log_prob"] = case["old_log_prob"] - 0.3  # |log ratio| 0.3 everywhere
+    params = LossModeParams(kl_cov_ratio=0.25, ppo_kl_coef=2.0)
+    penalised, _ = compute_policy_loss("kl_cov", **case, mode_params=params)
+    plain, _ = compute_policy_loss("kl_cov", **case, mode_params=LossModeParams(ppo_kl_coef=0.0))
+    # one token (0.25 x 4) gets + 2.0 x 0.3, averaged over 4 tokens
+    assert (penalised - plain).item() == pytest.approx(2.0 * 0.3 / 4)
+
+
+@pytest.mark.parametrize(("mode", "field"), [("dro", "dro_beta"), ("kl_cov", "kl_cov_ratio")])
+def test_a_mode_without_its_parameter_is_refused_by_name(mode, field):
+    case = _surrogate_case()
+    with pytest.raises(ValueError, match=field):
+        compute_policy_loss(mode, **case, mode_params=LossModeParams(**{field: 0.0}))
 
 
 @pytest.mark.parametrize("mode", LOSS_AGG_MODES)

@@ -12,11 +12,19 @@ import numpy as np
 import torch
 from verl.trainer.config import AlgoConfig
 from verl.trainer.ppo import core_algos
-from verl.workers.config import FSDPActorConfig
+from verl.workers.config import FSDPActorConfig, PolicyLossConfig
 
 TOL = 1e-6
 
-__all__ = ["TOL", "AlgoConfig", "RandomBatch", "actor_config", "core_algos", "random_batch"]
+__all__ = [
+    "TOL",
+    "AlgoConfig",
+    "PolicyLossConfig",
+    "RandomBatch",
+    "actor_config",
+    "core_algos",
+    "random_batch",
+]
 
 
 class RandomBatch:
