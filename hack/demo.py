@@ -197,6 +197,8 @@ class Demo:
             # pod the runtime has no mounted token; the admin kubeconfig stands in for it.
             argv += ["--dashboard-url-override", self.head.url,
                      "--runtime-kubeconfig", self.kubeconfig]  # fmt: skip
+        else:
+            argv.append("--allow-host-network")  # the real node has no pod CNI: hostNetwork jobs
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w") as out:
             env = {**os.environ, "KUBECONFIG": operator_kubeconfig}

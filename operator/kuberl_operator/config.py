@@ -31,6 +31,8 @@ class OperatorConfig:
     """Jobs may mount hostPath volumes (spec.storage.*.hostPath)."""
     allow_secret_env: bool = False
     """Jobs may reference Secrets in env (valueFrom.secretKeyRef)."""
+    allow_host_network: bool = False
+    """Jobs may run their Ray pods on the node's network (spec.network: hostNetwork)."""
     dashboard_grace_seconds: float = 120.0
     """How long an unreachable dashboard is tolerated before the attempt is failed."""
     progress_deadline_floor: float = 900.0
@@ -114,6 +116,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="let jobs reference Secrets of their namespace in env (valueFrom.secretKeyRef)",
     )
     parser.add_argument(
+        "--allow-host-network",
+        action="store_true",
+        default=_env("KUBERL_ALLOW_HOST_NETWORK", "false") == "true",
+        help="let jobs set spec.network: hostNetwork (off: their pods would bypass the per-job "
+        "NetworkPolicy and bind node ports)",
+    )
+    parser.add_argument(
         "--runtime-kubeconfig",
         default=_env("KUBERL_RUNTIME_KUBECONFIG"),
         help="kubeconfig path passed to runtimes outside a pod (tests only)",
@@ -186,6 +195,7 @@ def from_args(args: argparse.Namespace) -> OperatorConfig:
         operator_namespace=args.operator_namespace,
         allow_host_path=args.allow_host_path,
         allow_secret_env=args.allow_secret_env,
+        allow_host_network=args.allow_host_network,
         dashboard_grace_seconds=args.dashboard_grace_seconds,
         progress_deadline_floor=args.progress_deadline_floor,
         validation_timeout=args.validation_timeout,

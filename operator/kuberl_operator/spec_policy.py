@@ -41,6 +41,16 @@ def policy_problems(spec: RLTrainingJobSpec, config: OperatorConfig) -> list[Pro
                         source.host_path,
                     )
                 )
+    if spec.network == "hostNetwork" and not config.allow_host_network:
+        problems.append(
+            Problem(
+                "spec.network",
+                "hostNetwork is turned off by the cluster admin: the job's Ray pods would bind "
+                "ports of the node and no NetworkPolicy would guard them",
+                "use network: pod, or ask the admin for the chart value operator.allowHostNetwork",
+                spec.network,
+            )
+        )
     if not config.allow_secret_env:
         for index, var in enumerate(spec.env):
             if var.value_from and "secretKeyRef" in var.value_from:

@@ -6,7 +6,12 @@ import pytest
 
 from kuberl_api.validation import parse_document, validate_document
 from kuberl_operator.builders import JobRef, build_raycluster
-from kuberl_operator.builders.hostnet import PORT_RANGE, dashboard_address, ray_ports
+from kuberl_operator.builders.hostnet import (
+    NODE_PORT_RANGE,
+    PORT_RANGE,
+    dashboard_address,
+    ray_ports,
+)
 from support.manifests import valid_manifest, with_changes
 
 JOB = JobRef("grpo", "team-a", "uid-123")
@@ -82,7 +87,7 @@ def test_every_ray_port_of_every_pod_is_distinct_and_declared():
 
 def test_ray_clusters_get_different_blocks_and_the_same_one_every_time():
     bases = {min(all_ports(ray_ports("team-a", f"job-{i}-a1", 1)[0])) for i in range(100)}
-    # ~420 blocks: a collision (birthday odds) only makes the scheduler keep the pods apart.
+    # ~330 blocks: a collision (birthday odds) only makes the scheduler keep the pods apart.
     assert len(bases) >= 80
     assert ray_ports("team-a", "job-a1", 2) == ray_ports("team-a", "job-a1", 2)
     assert ray_ports("team-a", "job-a1", 1) != ray_ports("team-b", "job-a1", 1)
@@ -93,6 +98,15 @@ def test_blocks_stay_inside_the_range(pools):
     for i in range(200):
         for ports in ray_ports("ns", f"c{i}", pools):
             assert PORT_RANGE[0] <= min(all_ports(ports)) <= max(all_ports(ports)) <= PORT_RANGE[1]
+
+
+def test_no_port_falls_in_the_node_port_range():
+    """A Service's nodePort (30000-32767 by default) binds every node: a Ray port there could
+    be taken before the head starts, or shadow a Service."""
+    low, high = NODE_PORT_RANGE
+    for i in range(1000):
+        for ports in ray_ports("ns", f"c{i}", 16 if i % 2 else 1):
+            assert not any(low <= port <= high for port in all_ports(ports)), ports
 
 
 def test_dashboard_address_is_the_head_host_ip_and_allocated_port():

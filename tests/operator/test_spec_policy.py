@@ -27,6 +27,8 @@ CASES = {
                  "spec.storage.output.hostPath: hostPath volumes are turned off"),
     "secretKeyRef": ({"spec.env": [SECRET_ENV]}, "allow_secret_env",
                      "spec.env[0].valueFrom.secretKeyRef: Secret references in env are turned off"),
+    "hostNetwork": ({"spec.network": "hostNetwork"}, "allow_host_network",
+                    "spec.network: hostNetwork is turned off by the cluster admin"),
 }  # fmt: skip
 
 

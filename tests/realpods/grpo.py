@@ -69,6 +69,7 @@ def operator(kubeconfig: str, namespace: str, work: Path) -> Iterator[dict[str, 
     argv = [
         sys.executable, "-m", "kuberl_operator", "-n", namespace, "--poll-interval", "1",
         "--backoff-base", "1", "--backoff-max", "4", "--ray-token-key-file", str(key),
+        "--allow-host-network",  # the real node has no pod CNI: its jobs run hostNetwork
         "--dashboard-grace-seconds", "300", "--metrics-host", "127.0.0.1",
         "--metrics-port", str(metrics), "--liveness", f"http://127.0.0.1:{liveness}/healthz",
     ]  # fmt: skip

@@ -16,8 +16,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-# Below Linux's default ephemeral range (32768-60999), so no outgoing connection holds one.
-PORT_RANGE = (20000, 32767)
+# Below Kubernetes' default NodePort range (30000-32767), so no Service's nodePort can take one,
+# and so below Linux's default ephemeral range (32768-60999): no outgoing connection holds one.
+PORT_RANGE = (20000, 29999)
+NODE_PORT_RANGE = (30000, 32767)
 NODE_PORTS = (
     "node-manager-port",
     "object-manager-port",
