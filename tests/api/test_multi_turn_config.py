@@ -76,6 +76,7 @@ def test_off_by_default_with_verls_defaults():
         (MT + "tokenization_sanity_check_mode", "lenient", "strict"),
         (MT + "max_parallel_calls", 0, "greater than 0"),
         (R + "calculate_log_probs", True, "calculate_log_probs: false"),
+        ("data.return_raw_chat", False, "return_raw_chat: true"),
     ],
 )
 def test_unsupported_values_are_refused_naming_key_value_and_fix(key, value, fix):

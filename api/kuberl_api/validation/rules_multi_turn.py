@@ -28,6 +28,15 @@ def check_multi_turn(cfg: BackendConfig, bc: str) -> list[Problem]:
                 Severity.WARNING,
             )
         )
+    if not cfg.data.return_raw_chat:
+        problems.append(
+            Problem(
+                join_path(bc, "data", "return_raw_chat"),
+                "multi-turn rollouts render each tool turn from the row's chat messages",
+                "set data.return_raw_chat: true (verl's default)",
+                False,
+            )
+        )
     if rollout.calculate_log_probs:
         problems.append(
             Problem(

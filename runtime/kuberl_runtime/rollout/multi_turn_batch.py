@@ -121,7 +121,7 @@ def _summary(t: Trajectory) -> dict[str, object]:
 
 
 def rollout_metrics(rows: Sequence[dict], mismatched: int) -> dict[str, float]:
-    """verl's ``num_turns/*`` and per-tool calls, failures and latency."""
+    """verl's ``num_turns/*``; per tool: calls, failures and latency (``timing_s/tool/*``)."""
     turns = np.array([row["turns"] for row in rows], dtype=float)
     metrics = {
         "num_turns/min": float(turns.min()),
@@ -138,6 +138,7 @@ def rollout_metrics(rows: Sequence[dict], mismatched: int) -> dict[str, float]:
     for name, calls in sorted(per_tool.items()):
         metrics[f"tool/{name}/calls"] = float(len(calls))
         metrics[f"tool/{name}/failures"] = float(sum(failed for failed, _ in calls))
-        metrics[f"tool/{name}/latency_s/mean"] = float(np.mean([lat for _, lat in calls]))
-        metrics[f"tool/{name}/latency_s/max"] = float(max(lat for _, lat in calls))
+        # wall-clock, so among the timings (timing_s/*), apart from the deterministic metrics
+        metrics[f"timing_s/tool/{name}/mean"] = float(np.mean([lat for _, lat in calls]))
+        metrics[f"timing_s/tool/{name}/max"] = float(max(lat for _, lat in calls))
     return metrics

@@ -94,12 +94,11 @@ def data_rows(path: Path, rows: int) -> Path:
     return path
 
 
-def test_grpo_with_a_calculator_tool_trains_end_to_end(tiny_model_dir, tmp_path):
-    model = teach(tiny_model_dir, tmp_path / "taught")
+def multi_turn_config(model: Path, out: Path, tmp_path: Path, **trainer) -> dict:
+    """GRPO on 8 rows of the taught question, calculator tool, at most 3 assistant turns."""
     tools = tmp_path / "tool_config.yaml"
     tools.write_text(TOOL_CONFIG)
-    out = tmp_path / "out"
-    config = base_config(model, out, total_training_steps=2)
+    config = base_config(model, out, **{"total_training_steps": 2, **trainer})
     del config["custom_reward_function"]  # verl's GSM8K scorer for openai/gsm8k rows
     set_key(config, "data.train_files", str(data_rows(tmp_path / "train.jsonl", 8)))
     set_key(config, "data.max_response_length", 160)
@@ -109,14 +108,20 @@ def test_grpo_with_a_calculator_tool_trains_end_to_end(tiny_model_dir, tmp_path)
     set_key(config, mt + "max_assistant_turns", 3)
     set_key(config, mt + "tool_config_path", str(tools))
     set_key(config, "actor_rollout_ref.rollout.agent.default_agent_loop", "tool_agent")
+    return config
 
-    done = run_train(config, tmp_path)
+
+def test_grpo_with_a_calculator_tool_trains_end_to_end(tiny_model_dir, tmp_path):
+    model = teach(tiny_model_dir, tmp_path / "taught")
+    out = tmp_path / "out"
+    done = run_train(multi_turn_config(model, out, tmp_path), tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = read_metrics(out)
     assert sorted(metrics) == [1, 2]
     first = metrics[1]
     assert first["tool/calculator/calls"] >= 4  # most of the 8 rollouts called it
     assert first["tool/calculator/failures"] == 0
+    assert first["timing_s/tool/calculator/max"] >= first["timing_s/tool/calculator/mean"] > 0
     assert first["num_turns/mean"] > 2
     assert first["critic/score/mean"] > 0  # "#### 13" after reading the tool
     assert all(torch.isfinite(torch.tensor(v)) for v in first.values())
