@@ -6,7 +6,9 @@ whose size the author chooses. The interpolation budget (kuberl_api.validation
 this is the backstop for the rest. Each validation runs on this module's own small pool and the
 reconcile waits at most ``timeout`` seconds. A spec over the deadline is refused naming the
 deadline, and stays refused without being validated again (remembered by digest); a changed
-spec is a new validation. A thread cannot be stopped: the overdue one runs to its end.
+spec is a new validation. A thread cannot be stopped: the overdue one runs to its end. A
+validation that could not even start (every worker busy) is no verdict: ``ValidationBusy``
+fails the reconcile, which is retried with backoff.
 """
 
 import hashlib
@@ -40,6 +42,11 @@ class Verdict:
 
 
 Policy = Callable[[Any], list[Problem]]
+
+
+class ValidationBusy(RuntimeError):
+    """The validation never started (every worker busy): a reconcile error, retried with
+    backoff, not a verdict on the spec."""
 
 
 def validate_manifest(manifest: dict[str, Any], policy: Policy) -> Verdict:
@@ -82,6 +89,11 @@ class DeadlineValidator:
             return future.result(timeout=self.timeout)
         except FutureTimeout:
             name = manifest["metadata"]["name"]
+            if future.cancel():  # never started: the pool is busy, not this spec's fault
+                raise ValidationBusy(
+                    f"validating {name} did not start within {self.timeout:.0f}s: every "
+                    "validation worker is busy; retried with backoff"
+                ) from None
             log.warning("validating %s took over %.0fs; refused", name, self.timeout)
             self._remember(digest, future)
             return self._over_deadline(still_running=False)

@@ -10,7 +10,7 @@ import pytest
 from kuberl_api.validation import Problem
 from kuberl_operator.bounds import MAX_DEPTH, MAX_NODES, shape_problems
 from kuberl_operator.config import OperatorConfig
-from kuberl_operator.validating import DeadlineValidator
+from kuberl_operator.validating import DeadlineValidator, ValidationBusy
 from support.manifests import valid_manifest, with_changes
 
 
@@ -95,10 +95,33 @@ def test_a_validation_past_the_deadline_is_refused_and_never_run_twice():
         again = validator.validate(manifest)
         assert "still running" in again.problems[0].message and len(calls) == 1
         release.set()
+        validator.timeout = 60  # a real validation on a loaded machine: well within this
         changed = with_changes(manifest, {"metadata.name": "slow-2"})
         assert validator.validate(changed).problems == [] and len(calls) == 2
         assert validator.validate(manifest).problems  # the overdue spec stays refused
         assert len(calls) == 2
+    finally:
+        release.set()
+        validator.shutdown()
+
+
+def test_a_validation_that_cannot_start_is_retried_not_refused():
+    release = threading.Event()
+
+    def slow_policy(spec: Any) -> list[Problem]:
+        release.wait(timeout=60)
+        return []
+
+    validator = DeadlineValidator(slow_policy, timeout=0.2, workers=1)
+    slow = with_changes(valid_manifest(), {"metadata.name": "slow"})
+    good = with_changes(valid_manifest(), {"metadata.name": "good"})
+    try:
+        assert validator.validate(slow).problems  # holds the only worker past the deadline
+        with pytest.raises(ValidationBusy, match="every validation worker is busy"):
+            validator.validate(good)
+        release.set()
+        validator.timeout = 60
+        assert validator.validate(good).problems == []  # not remembered as overdue
     finally:
         release.set()
         validator.shutdown()
