@@ -63,6 +63,18 @@ def url_problem(url: str) -> str | None:
     return None
 
 
+def is_local_path(path: str) -> bool:
+    """An absolute or home-relative path of the machine that runs the code (no scheme)."""
+    return not is_url(path) and path.startswith(("/", "~/"))
+
+
+def mirror_url(path: str) -> str:
+    """verl's ``default_hdfs_dir`` as a URL: verl copies to a local path as well as to HDFS, so
+    a local path (absolute, or ``~/`` of the saving process) becomes ``file://<path>``."""
+    path = path.rstrip("/")
+    return path if is_url(path) else f"file://{path}"
+
+
 def strip_protocol(url: str) -> str:
     """The path part fsspec expects: ``bucket/key`` for s3://bucket/key, ``/a/b`` for file."""
     return url.split("://", 1)[1] if is_url(url) else url

@@ -40,7 +40,7 @@ def test_a_file_url_needs_no_secret():
         ("ftp://host/x", "scheme ftp:// is not one kuberl reads"),
         ("s3:///no-bucket", "names no bucket"),
         ("file://relative/x", "write file:///absolute/path"),
-        ("~/experiments/ppo", "must be a URL"),
+        ("experiments/ppo", "must be a URL or an absolute path"),
     ],
 )
 def test_a_bad_mirror_is_refused_naming_the_key_and_the_fix(value, says):
@@ -48,6 +48,19 @@ def test_a_bad_mirror_is_refused_naming_the_key_and_the_fix(value, says):
     assert list(errors) == [MIRROR]
     assert says in errors[MIRROR] and value in errors[MIRROR]
     assert "s3://bucket/prefix" in errors[MIRROR] or "set null" in errors[MIRROR]
+
+
+@pytest.mark.parametrize("path", ["/mnt/backup/ppo", "~/experiments/ppo"])
+def test_a_local_mirror_path_runs_as_verl_copies_there_with_a_warning(path):
+    """verl copies checkpoints to a local default_hdfs_dir too (its documented example is
+    ~/experiments/...): accepted, told that the copy lives on the saving pod's disk."""
+    manifest = with_changes(valid_manifest(), {MIRROR: path + "/"})
+    result = validate_document(parse_document(manifest))
+    assert result.ok, [p.render() for p in result.errors]
+    (warning,) = [p for p in result.warnings if p.path == MIRROR]
+    assert "local path" in warning.render() and "s3://bucket/prefix" in warning.hint
+    plan = plan_validated(result.backend_config, result.af_output_dir)
+    assert plan.trainer.checkpoint_mirror == f"file://{path}"
 
 
 def test_a_credentialed_scheme_without_a_secret_names_the_field_to_set():

@@ -1,6 +1,7 @@
 """Validated means it starts: every config this repository ships or reads as a reference (the
 examples, verl's documented ppo_trainer.yaml, verl 0.9.1's own default config from the installed
-wheel) is either refused at validation, naming keys, or passes every check the runtime makes at
+wheel, as written and completed with the micro-batch sizes verl itself requires) is either
+refused at validation, naming keys, or passes every check the runtime makes at
 start from the config alone: this image's checks (`check_runtime`: trackers, the vLLM engine),
 the trained model's spec, the reward manager, and the plan's JSON round trip as the operator ships
 it. A config that passes validation and is then refused by the runtime fails here."""
@@ -53,9 +54,6 @@ def _documents() -> list[tuple[str, Document]]:
     )
     trees = {
         "verl_doc_ppo_trainer.yaml": verl_doc,
-        "verl_doc_ppo_trainer.yaml, no HDFS mirror": _with(
-            verl_doc, {"trainer.default_hdfs_dir": None}
-        ),
         "verl 0.9.1 default": verl_default,
         "verl 0.9.1 default, micro-batches set": _with(verl_default, MICRO_BATCHES),
     }
@@ -86,7 +84,7 @@ def test_an_accepted_config_passes_the_runtimes_start_checks(name, doc):
 def test_the_examples_and_the_completed_verl_configs_are_accepted():
     """The configs users copy first, and verl's own once what verl itself needs is set: none of
     them may be refused, so the start checks above run on each."""
-    must_start = [name for name, _ in DOCUMENTS if not name.startswith("verl") or "," in name]
+    must_start = [name for name, _ in DOCUMENTS if name != "verl 0.9.1 default"]
     refused = {
         name: [p.render() for p in validate_document(doc).errors]
         for name, doc in DOCUMENTS

@@ -47,6 +47,7 @@ from kuberl_api.plan.sections import (
     SamplingPlan,
     TrainerPlan,
 )
+from kuberl_api.storage import mirror_url
 
 
 def build_run_plan(effective: BackendConfig, af_output_dir: str | None = None) -> RunPlan:
@@ -379,7 +380,7 @@ def _trainer(cfg: BackendConfig) -> TrainerPlan:
         resume_mode=t.resume_mode,
         resume_from_path=t.resume_from_path or "",
         max_ckpt_to_keep=min(keep) if keep else 0,
-        checkpoint_mirror=(t.default_hdfs_dir or "").rstrip("/"),
+        checkpoint_mirror=mirror_url(t.default_hdfs_dir) if t.default_hdfs_dir else "",
         seed=t.seed,
         balance_batch=t.balance_batch,
     )

@@ -1,8 +1,10 @@
 """Remote paths and where outputs survive a lost node.
 
 * ``trainer.default_hdfs_dir`` (verl's checkpoint copy) is a URL whose scheme kuberl reads
-  (``kuberl_api.storage.SCHEMES``). ``trainer.resume_from_path`` is a local step directory: a
-  URL there is refused with the way that works (the mirror and ``resume_mode: auto``).
+  (``kuberl_api.storage.SCHEMES``), or a local path as verl allows (absolute or ``~/``: a
+  warning, the copy stays on the saving pod's disk unless that path is mounted).
+  ``trainer.resume_from_path`` is a local step directory: a URL there is refused with the way
+  that works (the mirror and ``resume_mode: auto``).
 * In an RLTrainingJob, a URL of a scheme that needs credentials needs them named:
   ``spec.storage.credentials.secretRef`` (the Secret's keys become the ranks' environment).
 * A job on more than one node needs its checkpoints where every node and every later attempt
@@ -14,8 +16,8 @@ from __future__ import annotations
 
 from kuberl_api.backend_config import BackendConfig
 from kuberl_api.job import RLTrainingJobSpec
-from kuberl_api.storage import SCHEMES, is_url, scheme_of, url_problem
-from kuberl_api.validation.problems import Problem, join_path
+from kuberl_api.storage import SCHEMES, is_local_path, is_url, scheme_of, url_problem
+from kuberl_api.validation.problems import Problem, Severity, join_path
 
 URL_FORMS = "s3://bucket/prefix, obs://bucket/prefix, gs://bucket/prefix, hdfs://host/path or file:///absolute/path"
 
@@ -36,7 +38,7 @@ def check_storage(
         urls = [(mirror_key, mirror)] if is_url(mirror) else []
         problems += _credentials_named(spec, prefix, urls)
         nodes = sum(pool.nodes for pool in spec.worker_pools)
-        problems += _multi_node_outputs(spec, prefix, bool(mirror), nodes)
+        problems += _multi_node_outputs(spec, prefix, is_url(mirror), nodes)
     return problems
 
 
@@ -55,10 +57,22 @@ def _url_problems(value: str, key: str, required: bool) -> list[Problem]:
     if not is_url(value):
         if not required:
             return []
+        if is_local_path(value):  # verl copies to a local path too
+            return [
+                Problem(
+                    key,
+                    "is a local path: every checkpoint is copied there, on the disk of the "
+                    "process that saves it, as verl does (lost with the pod unless mounted)",
+                    f"to keep checkpoints beyond the pod write {URL_FORMS}",
+                    value,
+                    Severity.WARNING,
+                )
+            ]
         return [
             Problem(
                 key,
-                "must be a URL: kuberl copies every checkpoint there and resumes from it",
+                "must be a URL or an absolute path: kuberl copies every checkpoint there and "
+                "resumes from it",
                 f"write {URL_FORMS}, or set null to keep checkpoints in default_local_dir only",
                 value,
             )

@@ -78,7 +78,9 @@ def open_filesystem(url: str) -> Any:
 
     scheme = SCHEMES[scheme_of(url)]
     options: dict[str, Any] = {}
-    if scheme.protocol == "s3":
+    if scheme.protocol == "file":
+        options = {"auto_mkdir": True}  # a local copy creates its directories as it goes
+    elif scheme.protocol == "s3":
         env = os.environ
         options = {
             "key": env.get("AWS_ACCESS_KEY_ID"),
@@ -124,7 +126,8 @@ class CheckpointMirror:
         self.ranks = ranks
         self.max_to_keep = max_to_keep
         self.fs = open_filesystem(url)
-        self.root = strip_protocol(self.url)
+        # the path as the filesystem lists it (a local ~/ is expanded there)
+        self.root = os.path.expanduser(strip_protocol(self.url))
 
     def step_url(self, step: int) -> str:
         return f"{self.root}/global_step_{step}"
@@ -167,7 +170,8 @@ class CheckpointMirror:
             listed = tuple(s for _, part in gathered for s in part)
             manifest = Manifest(step, self.ranks.world_size, listed)
             target = f"{self.step_url(step)}/{MANIFEST_FILE}"
-            with_retries(f"writing {target}", lambda: self.fs.pipe(target, manifest.to_json()))
+            record = manifest.to_json().encode()
+            with_retries(f"writing {target}", lambda: self.fs.pipe(target, record))
             logger.info("uploaded step %d to %s (%d shards)", step, self.url, len(listed))
             self._prune(keep_step=step)
         barrier()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kuberl_api.storage import CREDENTIALS_SECRET_ENV
+from kuberl_api.storage import CREDENTIALS_SECRET_ENV, mirror_url
 from kuberl_runtime.checkpoint.manifest import MANIFEST_FILE, owner
 from kuberl_runtime.checkpoint.remote import (
     CheckpointMirror,
@@ -63,6 +63,17 @@ def test_upload_writes_every_shard_and_the_manifest_last(credentials, s3_bucket,
     fs = s3fs_for(credentials)
     record = json.loads(fs.cat_file(f"{s3_bucket}/run/global_step_1/{MANIFEST_FILE}"))
     assert record["shards"][0]["sha256"] and record["version"] == 1
+
+
+def test_a_home_relative_local_mirror_lands_under_home(tmp_path, monkeypatch):
+    """verl's documented default_hdfs_dir (~/experiments/...) as the plan writes it."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    mirror = CheckpointMirror(mirror_url("~/experiments/ppo/"), ONE_RANK)
+    mirror.upload(fake_step(tmp_path / "local", 2), 2)
+    copied = tmp_path / "home" / "experiments" / "ppo" / "global_step_2"
+    assert (copied / MANIFEST_FILE).exists()
+    assert (copied / "actor" / "__0_0.distcp").stat().st_size == 3002
+    assert mirror.latest_complete() is not None and mirror.latest_complete()[0] == 2
 
 
 def test_a_step_without_manifest_or_with_a_short_shard_is_not_complete(
