@@ -78,7 +78,8 @@ class Trajectory:
     hit_turn_limit: bool = False
     done: bool = False
     calls: list[ToolCall] = field(default_factory=list)
-    tool_reward: float = 0.0
+    final_rewards: dict[str, float] = field(default_factory=dict)
+    """Each called tool's ``calc_reward`` when the trajectory ended."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def run_trajectories(trajectories: list[Trajectory], ctx: TurnContext) -> None:
         turn += 1
     rewards = finish_sessions([t.session for t in trajectories])
     for trajectory, reward in zip(trajectories, rewards, strict=True):
-        trajectory.tool_reward = reward
+        trajectory.final_rewards = reward
 
 
 def _policy_turn(live: list[Trajectory], turn: int, ctx: TurnContext) -> None:

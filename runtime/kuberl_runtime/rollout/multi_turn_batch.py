@@ -24,8 +24,10 @@ from kuberl_runtime.rollout.multi_turn import (
 )
 from kuberl_runtime.trainer.batch import Batch
 
-TOOL_REWARDS = "tool_rewards"
-"""Batch object: each row's tools' ``calc_reward`` sum plus their step rewards."""
+ROW_INFO = ("num_turns", "tool_rewards", "tool_final_rewards")
+"""What each row's ``extra_info`` gains for the reward function (verl's naive reward manager
+passes ``num_turns``; ``tool_rewards`` are the calls' step rewards, verl's list;
+``tool_final_rewards`` each called tool's ``calc_reward`` at the trajectory's end)."""
 
 
 def generate_multi_turn(
@@ -59,7 +61,10 @@ def generate_multi_turn(
     rows = [row for part in summaries for row in part]
     batch = build_multi_turn_batch(**whole)
     batch.objects = dict(prompts.objects)
-    batch.objects[TOOL_REWARDS] = [row["tool_reward"] for row in rows]
+    batch.objects["sample"] = [
+        replace(s, extra_info={**s.extra_info, **{k: row[k] for k in ROW_INFO}})
+        for s, row in zip(samples, rows, strict=True)
+    ]
     mismatched = sum(all_gather_objects(mismatches))
     return batch, rollout_metrics(rows, mismatched)
 
@@ -112,17 +117,18 @@ def build_multi_turn_batch(
 
 def _summary(t: Trajectory) -> dict[str, object]:
     return {
-        "turns": t.assistant_turns + t.user_turns + 1,
+        "num_turns": t.assistant_turns + t.user_turns + 1,
         "assistant_turns": t.assistant_turns,
         "hit_turn_limit": t.hit_turn_limit,
-        "tool_reward": t.tool_reward + sum(t.session.step_rewards),
+        "tool_rewards": list(t.session.step_rewards),
+        "tool_final_rewards": dict(t.final_rewards),
         "calls": [(r.name, r.failed, r.latency_s) for r in t.session.results],
     }
 
 
 def rollout_metrics(rows: Sequence[dict], mismatched: int) -> dict[str, float]:
     """verl's ``num_turns/*``; per tool: calls, failures and latency (``timing_s/tool/*``)."""
-    turns = np.array([row["turns"] for row in rows], dtype=float)
+    turns = np.array([row["num_turns"] for row in rows], dtype=float)
     metrics = {
         "num_turns/min": float(turns.min()),
         "num_turns/max": float(turns.max()),

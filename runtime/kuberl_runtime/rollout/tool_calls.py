@@ -120,18 +120,18 @@ class ToolSession:
         )
         return as_output(returned)
 
-    async def finish(self) -> float:
-        """The tools' ``calc_reward`` summed, then every instance released."""
-        total = 0.0
+    async def finish(self) -> dict[str, float]:
+        """Each tool's ``calc_reward`` of this trajectory, then every instance released."""
+        rewards: dict[str, float] = {}
         for name, instance in self.instances.items():
             tool = self.tools[name]
             reward = await _run(
                 tool.calc_reward, instance, **self.kwargs(name, "calc_reward_kwargs")
             )
-            total += float(reward or 0.0)
+            rewards[name] = float(reward or 0.0)
             await _run(tool.release, instance, **self.kwargs(name, "release_kwargs"))
         self.instances.clear()
-        return total
+        return rewards
 
 
 class ToolCallError(ValueError):
@@ -180,8 +180,8 @@ def run_calls(
     return asyncio.run(all_rows())
 
 
-def finish_sessions(sessions: Sequence[ToolSession]) -> list[float]:
-    async def all_rows() -> list[float]:
+def finish_sessions(sessions: Sequence[ToolSession]) -> list[dict[str, float]]:
+    async def all_rows() -> list[dict[str, float]]:
         return list(await asyncio.gather(*(s.finish() for s in sessions)))
 
     return asyncio.run(all_rows())

@@ -19,7 +19,7 @@ from kuberl_runtime.data.tokenize import encode_text
 from kuberl_runtime.distributed import RankInfo
 from kuberl_runtime.rollout.base import SamplingParams
 from kuberl_runtime.rollout.multi_turn import MultiTurnSettings, TurnContext
-from kuberl_runtime.rollout.multi_turn_batch import TOOL_REWARDS, generate_multi_turn
+from kuberl_runtime.rollout.multi_turn_batch import generate_multi_turn
 from kuberl_runtime.tools import CalculatorTool, Gsm8kTool
 from kuberl_runtime.trainer.batch import Batch
 
@@ -264,8 +264,12 @@ def test_tools_kwargs_reach_create_and_tool_rewards_are_collected(tokenizer):
     batch, _ = generate_multi_turn(prompts, ctx, ranks=ONE_RANK, row_seeds=[0], prompt_length=40)
     text = tokenizer.decode(batch["responses"][0][batch["attention_mask"][0, -300:].bool()])
     assert "reward=0.0" in text and "reward=1.0" in text
-    # calc_reward at the end (1.0) plus the step rewards: -0.05 (no better), 0 (better).
-    assert batch.objects[TOOL_REWARDS] == [pytest.approx(0.95)]
+    # What the reward function reads in extra_info: verl's num_turns and step rewards (-0.05:
+    # no better, 0: better), and the tool's calc_reward at the end; the row's own keys kept.
+    info = batch.objects["sample"][0].extra_info
+    assert info["num_turns"] == 6 and info["tools_kwargs"] == kwargs
+    assert info["tool_rewards"] == [-0.05, 0.0]
+    assert info["tool_final_rewards"] == {"calc_gsm8k_reward": 1.0}
 
 
 def test_single_turn_rows_are_the_single_turn_rollout(tokenizer):

@@ -86,7 +86,7 @@ def test_verl_gsm8k_tool_config_loads_the_built_in_and_scores(tmp_path):
     right = _call(session, "calc_gsm8k_reward", answer="72")
     assert "reward=0.0" in wrong.text and wrong.reward == -0.05
     assert "reward=1.0" in right.text and right.reward == 0.0
-    assert asyncio.run(session.finish()) == 1.0
+    assert asyncio.run(session.finish()) == {"calc_gsm8k_reward": 1.0}
     assert session.instances == {}
 
 
@@ -104,7 +104,7 @@ def test_a_users_class_with_verls_lifecycle(tmp_path, monkeypatch):
     second = _call(session, "counter", by=3)
     assert (first.text, first.reward, first.metrics) == ("12", 0.5, {"seen": 1})
     assert second.text == "15"  # one instance per trajectory keeps its state
-    assert asyncio.run(session.finish()) == 15.0
+    assert asyncio.run(session.finish()) == {"counter": 15.0}
     assert tools["counter"].counts == {}  # released
 
 
