@@ -7,7 +7,9 @@ job. Here each call runs on the gateway's own pool; the reconcile waits at most 
 and otherwise sees ``DashboardUnavailable`` (which the dashboard grace period already handles).
 While a call to a head is still outstanding, further calls to that head fail at once instead of
 queueing behind it; a head whose last call was slow and failed is skipped for ``cooldown``
-seconds. Fast answers, including fast refusals, never trip either guard.
+seconds. Fast answers, including fast refusals, never trip either guard. The call itself ends
+by the client's total deadline (http_deadline.py: connect + whole answer), so the thread a slow
+head holds is freed too, not only the reconcile that gave up on it.
 """
 
 import logging
