@@ -1,15 +1,20 @@
 """Cluster DNS for the real node's pods: `<service>.<namespace>.svc.<domain>` resolves to the
 IPs of the running pods the service selects (there is no kube-proxy, so a ClusterIP would lead
-nowhere; hostNetwork pods' IPs are node addresses). Every other name is relayed to the
-host's resolver. KubeRay's workers find their head this way (its Service's DNS name).
+nowhere; hostNetwork pods' IPs are node addresses). KubeRay's workers find their head this way
+(its Service's DNS name). Every other name does not exist (NXDOMAIN) unless `--upstream` names a
+resolver to relay it to: the node's test traffic stays on loopback and inside its own namespace.
+NXDOMAIN, not SERVFAIL: gRPC's resolver (c-ares, Ray's GCS client) walks the pod's search list
+(`ndots:5`) and gives up at the first SERVFAIL, before it reaches the name as written.
 
-    python hack/realnode/dns.py --state-dir DIR --port 53
+    python hack/realnode/dns.py --state-dir DIR --netns DIR/realnode/netns --port 53
+
+With `--netns` the socket listens inside the node's network namespace (netns.py), while the
+process, its apiserver client and any relaying stay on the host's network.
 """
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import logging
 import socket
@@ -21,6 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from testcluster.probes import ApiClient
+
+from realnode.netns import listen_inside
 
 log = logging.getLogger("realnode-dns")
 TYPE_A, CLASS_IN, TTL = 1, 1, 5
@@ -87,7 +94,7 @@ class Resolver:
 
     def relay(self, packet: bytes) -> bytes:
         if self.upstream is None:
-            return reply(packet, question(packet)[2], SERVFAIL, [])
+            return reply(packet, question(packet)[2], NXDOMAIN, [])
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as upstream:
             upstream.settimeout(3)
             try:
@@ -97,19 +104,18 @@ class Resolver:
                 return reply(packet, question(packet)[2], SERVFAIL, [])
 
 
-def host_nameserver() -> str | None:
-    """The host's first non-loopback resolver; None: other names fail (SERVFAIL)."""
-    for line in Path("/etc/resolv.conf").read_text().splitlines():
-        fields = line.split()
-        if fields[:1] == ["nameserver"] and not ipaddress.ip_address(fields[1]).is_loopback:
-            return fields[1]
-    return None
-
-
-def serve(resolver: Resolver, address: str, port: int) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+def bound_socket(address: str, port: int, netns: str | None) -> socket.socket:
+    def make() -> socket.socket:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sock.bind((address, port))
-        log.info("serving cluster DNS on %s:%d", address, port)
+        return sock
+
+    return make() if netns is None else listen_inside(netns, make)
+
+
+def serve(resolver: Resolver, address: str, port: int, netns: str | None) -> None:
+    with bound_socket(address, port, netns) as sock:
+        log.info("serving cluster DNS on %s:%d%s", address, port, f" in {netns}" * bool(netns))
         while True:
             packet, peer = sock.recvfrom(4096)
             try:
@@ -124,6 +130,8 @@ def main() -> None:
     parser.add_argument("--address", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=53)
     parser.add_argument("--domain", default="cluster.local")
+    parser.add_argument("--netns", help="listen inside this network namespace (its bind mount)")
+    parser.add_argument("--upstream", help="relay other names to this resolver (default: none)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="realnode-dns: %(message)s")
     state = json.loads((args.state_dir / "state.json").read_text())
@@ -131,7 +139,7 @@ def main() -> None:
     api = ApiClient(
         state["server"], kubeconfig["users"][0]["user"]["token"], args.state_dir / "pki" / "ca.crt"
     )
-    serve(Resolver(api, args.domain, host_nameserver()), args.address, args.port)
+    serve(Resolver(api, args.domain, args.upstream), args.address, args.port, args.netns)
 
 
 if __name__ == "__main__":

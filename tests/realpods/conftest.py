@@ -19,15 +19,14 @@ import localcluster
 import pytest
 import realnode
 
+from realpods.pods import require_real_node_support
+
 Kubectl = Callable[..., str]
 
 
 @pytest.fixture(scope="session")
 def real_node(local_cluster: Any) -> Iterator[Any]:
-    if reason := realnode.unsupported_reason():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but the real-pod tier cannot run: {reason}", pytrace=False)
-        pytest.skip(f"no real node on this machine ({reason}); kwok-only tiers still ran")
+    require_real_node_support()
     started_here = realnode.load_real_node(Path(local_cluster.dir)) is None
     node = localcluster.start_real_node(local_cluster)
     yield node

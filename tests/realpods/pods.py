@@ -4,9 +4,20 @@ Security settings."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+import pytest
+import realnode
 from realnode import REAL_NODE_LABEL
+
+
+def require_real_node_support() -> None:
+    """Skip (fail under CI=true) where this machine cannot run the real node."""
+    if reason := realnode.unsupported_reason():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but the real-pod tier cannot run: {reason}", pytrace=False)
+        pytest.skip(f"no real node on this machine ({reason}); kwok-only tiers still ran")
 
 
 def restricted_security(uid: int) -> dict[str, Any]:
