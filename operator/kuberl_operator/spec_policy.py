@@ -10,6 +10,7 @@ import json
 from kuberl_api.job import RLTrainingJobSpec
 from kuberl_api.validation.problems import Problem
 from kuberl_operator.config import OperatorConfig
+from kuberl_operator.pod_rules import pod_problems
 from kuberl_operator.reserved_env import reserved_env_problems
 
 MAX_BACKEND_CONFIG_BYTES = 256 * 1024
@@ -18,7 +19,7 @@ and it travels in every submission and the job's audit file."""
 
 
 def policy_problems(spec: RLTrainingJobSpec, config: OperatorConfig) -> list[Problem]:
-    problems: list[Problem] = reserved_env_problems(spec)
+    problems: list[Problem] = reserved_env_problems(spec) + pod_problems(spec)
     size = len(json.dumps(spec.training_config.model_dump(mode="json")))
     if size > MAX_BACKEND_CONFIG_BYTES:
         problems.append(
