@@ -21,6 +21,7 @@ TWO_POOLS = {
         {"name": "more", "nodes": 1, "cpu": "2", "memory": "4Gi"},
     ],
     "spec.backend_config.actor_rollout_ref.rollout.tensor_model_parallel_size": 1,
+    "spec.storage": {"output": {"claimName": "af-shared"}},  # two nodes need shared outputs
 }
 
 
