@@ -93,3 +93,27 @@ def test_one_operator_acts_the_other_stands_by_and_takes_over(
             process.stop()
         print("--- first ---\n" + first.output()[-5000:])
         print("--- second ---\n" + second.output()[-5000:])
+
+
+def test_a_lease_the_operator_may_not_take_stops_it_naming_the_rbac(
+    local_cluster, job_namespace, release, dashboard, tmp_path
+):
+    _, kubeconfig = release  # the chart grants Leases in its own namespace only
+    token = tmp_path / "token"
+    token.write_text("unused")
+    elsewhere = ("--leader-election-namespace", "default")
+    process = OperatorProcess(
+        kubeconfig, job_namespace, dashboard.url, local_cluster.kubeconfig, tmp_path / "op.log",
+        str(token), leader_election=elsewhere,
+    )  # fmt: skip
+    process.start()
+    try:
+        assert process.process is not None
+        process.process.wait(timeout=120)  # no silent wait: it stops
+        assert process.process.returncode != 0
+        output = process.output()
+        assert "Lease default/kuberl-operator is forbidden" in output, output[-3000:]
+        assert "grant get/create/update on coordination.k8s.io leases" in output
+        assert "leading:" not in output
+    finally:
+        process.stop()
