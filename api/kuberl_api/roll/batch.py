@@ -1,7 +1,7 @@
 """ROLL's global batch rule, and the verl mini/micro batch sizes it becomes.
 
 ROLL optimises on per_device_train_batch_size x gradient_accumulation_steps x DP responses,
-DP = devices / (TP x PP x CP) for Megatron (the devices themselves otherwise). A rollout of
+DP = devices / (TP x PP x CP) for Megatron, devices / ulysses_size for FSDP2. A rollout of
 rollout_batch_size x num_return_sequences_in_group responses must be consumed in whole
 optimisation steps, and kuberl (verl) counts mini-batches in whole prompt groups.
 """
@@ -26,6 +26,9 @@ class ModelParallel:
     @classmethod
     def of(cls, worker: WorkerConfig) -> "ModelParallel":
         args = worker.strategy_args
+        if args is not None and args.strategy_name == "fsdp2_train":
+            # ROLL's FSDP2 strategy: dp_size = world_size // ulysses_size.
+            return cls(cp=worker.model_args.ulysses_size or 1)
         if args is None or args.strategy_name != "megatron_train":
             return cls()
         sc = args.strategy_config or StrategyConfig()

@@ -11,7 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 RollDtype = Literal["fp32", "bf16", "fp16"]
 TrainStrategy = Literal["megatron_train", "deepspeed_train", "fsdp2_train"]
-InferStrategy = Literal["vllm", "sglang", "hf_infer", "megatron_infer", "deepspeed_infer"]
+InferStrategy = Literal[
+    "vllm", "sglang", "hf_infer", "megatron_infer", "deepspeed_infer", "fsdp2_infer"
+]
+TorchDtype = Literal["bf16", "fp16", "fp32", "bfloat16", "float16", "float32"]
+"""The dtype names ROLL's FSDP2 strategy parses (``_parse_dtype``)."""
 DeviceMapping = list[int] | str
 """A list of global device ranks, or ROLL's string form such as ``list(range(0,8))``."""
 
@@ -27,6 +31,10 @@ class ModelArgs(RollModel):
     attn_implementation: Literal["fa2", "sdpa", "eager"] | None = None
     flash_attn: Literal["fa2", "sdpa", "eager"] | None = Field(None, description="Older name.")
     model_type: Literal["causal_lm"] | None = None
+    freeze_module_prefix: str | list[str] | None = Field(
+        None, description="Comma-separated parameter-name prefixes that get no gradients."
+    )
+    ulysses_size: int | None = Field(None, gt=0, description="FSDP2: Ulysses SP group size.")
     lora_rank: int | None = Field(None, ge=0)
     lora_alpha: int | None = Field(None, gt=0)
     lora_target: str | list[str] | None = None
@@ -97,6 +105,24 @@ class StrategyConfig(RollModel):
     # SGLang.
     mem_fraction_static: float | None = Field(None, gt=0, le=1)
     tp_size: int | None = Field(None, gt=0)
+    # vLLM options kuberl's engine decides itself (named in a warning).
+    sleep_level: int | None = None
+    optimization_level: int | None = None
+    disable_log_stats: bool | None = None
+    # FSDP2 (fsdp2_train / fsdp2_infer), read by ROLL's fsdp2_strategy.py.
+    fsdp_size: int | None = Field(None, gt=0)
+    param_dtype: TorchDtype | None = None
+    reduce_dtype: TorchDtype | None = None
+    reshard_after_forward: bool | None = None
+    offload_policy: bool | None = None
+    wrap_policy: dict[str, Any] | None = None
+    use_batched_model_update: bool | None = None
+    apply_expert_patch: bool | None = None
+    apply_tiled_mlp: bool | None = None
+    tiled_num_shards: int | None = Field(None, gt=0)
+    efsdp_size: int | None = Field(None, gt=0)
+    ep_size: int | None = Field(None, gt=0)
+    moe_use_grouped_mm: bool | None = None
     # DeepSpeed: the ZeRO section decides; the rest of a DeepSpeed JSON is its own business.
     zero_optimization: ZeroOptimization | None = None
     bf16: dict[str, Any] | None = None
@@ -133,12 +159,24 @@ class ValidationConfig(RollModel):
 
 
 class RewardWorker(RollModel):
+    """A ROLL reward worker: ``roll.rewards`` decides from ``worker_cls`` whether kuberl can
+    score its rows; the model, strategy and generation settings of a worker kuberl does not run
+    are kept only to be named in that decision."""
+
     worker_cls: str
     tag_included: list[str] | None = None
-    model_args: ModelArgs | None = None
+    model_args: dict[str, Any] | None = None
     data_args: DataArgs | None = None
+    generating_args: dict[str, Any] | None = None
+    strategy_args: dict[str, Any] | None = None
+    device_mapping: DeviceMapping | None = None
     world_size: int | None = Field(None, gt=0)
     infer_batch_size: int | None = Field(None, gt=0)
+    reward_type: str | None = Field(None, description="Rule workers: soft / hard scoring.")
+    response_length_penalty_coef: float | None = None
+    use_local: bool | None = Field(None, description="code_sandbox: run tests locally.")
+    judge_prompt: str | None = None
+    judge_model_type: str | None = Field(None, description="api, inference or cluster.")
 
 
 class RollConfig(RollModel):

@@ -8,11 +8,18 @@ in a warning, never dropped.
 from typing import Any
 
 from kuberl_api.roll.draft import Draft
+from kuberl_api.roll.fsdp2 import map_fsdp2_config
 from kuberl_api.roll.models import StrategyConfig, WorkerConfig
 
 _FSDP2 = "kuberl trains with FSDP2, sharding the model over every device"
 _TRAIN_STRATEGIES = ("megatron_train", "deepspeed_train", "fsdp2_train")
-_LOG_PROB_STRATEGIES = (*_TRAIN_STRATEGIES, "hf_infer", "megatron_infer", "deepspeed_infer")
+_LOG_PROB_STRATEGIES = (
+    *_TRAIN_STRATEGIES,
+    "hf_infer",
+    "megatron_infer",
+    "deepspeed_infer",
+    "fsdp2_infer",
+)
 _VLLM_KEYS = {
     "gpu_memory_utilization": "gpu_memory_utilization",
     "max_model_len": "max_model_len",
@@ -21,6 +28,13 @@ _VLLM_KEYS = {
     "max_num_batched_tokens": "max_num_batched_tokens",
     "max_num_seqs": "max_num_seqs",
     "enable_prefix_caching": "enable_prefix_caching",
+    "disable_log_stats": "disable_log_stats",
+}
+_ENGINE_DECIDES = {
+    "sleep_level": "ignored: kuberl's vLLM engine sleeps at level 1 between rollouts (weights "
+    "kept in host memory, KV cache freed) and syncs the trained weights in on waking",
+    "optimization_level": "ignored: kuberl's vLLM engine keeps vLLM's default compilation "
+    "(enforce_eager switches CUDA graphs off)",
 }
 _LOAD_FORMATS = (
     "dummy",
@@ -33,8 +47,11 @@ _LOAD_FORMATS = (
 )
 
 
-def map_train_strategy(worker: WorkerConfig, draft: Draft, role: str, node: str) -> None:
-    """actor_train / critic: ``node`` is the verl node holding strategy and fsdp_config."""
+def map_train_strategy(
+    worker: WorkerConfig, draft: Draft, role: str, node: str, world: int = 1
+) -> None:
+    """actor_train / critic: ``node`` is the verl node holding strategy and fsdp_config;
+    ``world`` is the job's device count (FSDP2's fsdp_size is read against it)."""
     args = worker.strategy_args
     name = args.strategy_name if args else "fsdp2_train"
     sc = (args.strategy_config if args else None) or StrategyConfig()
@@ -52,10 +69,12 @@ def map_train_strategy(worker: WorkerConfig, draft: Draft, role: str, node: str)
     used = _map_model_parallel(sc, draft, (*where, "strategy_config"), node)
     if name == "deepspeed_train":
         used |= _map_zero(sc, draft, (*where, "strategy_config"), fsdp)
+    if name == "fsdp2_train":
+        used |= map_fsdp2_config(sc, draft, (*where, "strategy_config"), fsdp, world, True)
     _warn_unused(sc, used, draft, (*where, "strategy_config"), name)
 
 
-def map_reference_strategy(worker: WorkerConfig, draft: Draft) -> None:
+def map_reference_strategy(worker: WorkerConfig, draft: Draft, world: int = 1) -> None:
     args = worker.strategy_args
     if args is None:
         return
@@ -65,11 +84,14 @@ def map_reference_strategy(worker: WorkerConfig, draft: Draft) -> None:
         draft.error(
             (*where, "strategy_name"),
             "the reference policy computes log-probs with a training-framework forward pass",
-            "use hf_infer, megatron_infer or megatron_train",
+            "use hf_infer, fsdp2_infer, megatron_infer or megatron_train",
             args.strategy_name,
         )
         return
     used = _map_model_parallel(sc, draft, (*where, "strategy_config"), None)
+    if args.strategy_name in ("fsdp2_infer", "fsdp2_train"):
+        fsdp = "actor_rollout_ref.ref.fsdp_config"
+        used |= map_fsdp2_config(sc, draft, (*where, "strategy_config"), fsdp, world, False)
     _warn_unused(sc, used, draft, (*where, "strategy_config"), args.strategy_name)
 
 
@@ -97,7 +119,7 @@ def map_infer_strategy(worker: WorkerConfig, draft: Draft) -> None:
             "use strategy_name: vllm to silence this",
             name,
         )
-    elif name in ("megatron_infer", "deepspeed_infer"):
+    elif name in ("megatron_infer", "deepspeed_infer", "fsdp2_infer"):
         draft.warn(
             (*where, "strategy_name"),
             f"{name} generation is approximated by the Hugging Face rollout engine",
@@ -128,6 +150,10 @@ def _map_engine(sc: StrategyConfig, draft: Draft, where: tuple, name: str) -> se
             )
             continue
         draft.set(f"{rollout}.{verl_key}", value, *where, roll_key)
+    for key, reason in _ENGINE_DECIDES.items():
+        if getattr(sc, key) is not None:
+            used.add(key)
+            draft.warn((*where, key), reason, "remove it to silence this", getattr(sc, key))
     if sc.block_size is not None:
         used.add("block_size")
         draft.set(f"{rollout}.engine_kwargs.vllm.block_size", sc.block_size, *where, "block_size")

@@ -13,14 +13,17 @@ from pydantic import ValidationError
 
 from kuberl_api.roll.batch import map_train_batch
 from kuberl_api.roll.draft import Draft
+from kuberl_api.roll.model_args import map_freeze, map_sequence_parallel
 from kuberl_api.roll.models import RollConfig
 from kuberl_api.roll.placement import map_placement
+from kuberl_api.roll.rewards import map_rewards
 from kuberl_api.roll.strategy import (
     map_infer_strategy,
     map_reference_strategy,
     map_train_strategy,
 )
 from kuberl_api.roll.unsupported import take_all_known_keys
+from kuberl_api.roll.variables import drop_variables
 from kuberl_api.roll.workers import map_data, map_generation, map_models, map_training_args
 from kuberl_api.validation.interpolation import resolve_interpolations
 from kuberl_api.validation.problems import Problem
@@ -55,8 +58,9 @@ def translate_roll_config(
 ) -> RollTranslation:
     """``world_size`` is the job's device count when placement decides it (a manifest's pools)."""
     body, problems = take_all_known_keys(_apply_presets(raw), prefix)
-    body, found = resolve_interpolations(body, prefix)
+    resolved, found = resolve_interpolations(body, prefix)
     problems += found
+    body = drop_variables(resolved, body) if isinstance(resolved, dict) else resolved
     if any(p.is_error for p in problems):
         return RollTranslation(None, problems)
     try:
@@ -88,14 +92,16 @@ def map_roll_config(cfg: RollConfig, draft: Draft, world_size: int | None) -> No
     map_data(cfg, draft)
     map_generation(cfg, draft)
     map_training_args(cfg, draft)
-    map_train_strategy(cfg.actor_train, draft, "actor_train", "actor_rollout_ref.actor")
+    map_train_strategy(cfg.actor_train, draft, "actor_train", "actor_rollout_ref.actor", world)
     map_infer_strategy(cfg.actor_infer, draft)
     if cfg.reference is not None:
-        map_reference_strategy(cfg.reference, draft)
+        map_reference_strategy(cfg.reference, draft, world)
+    map_sequence_parallel(cfg, draft)
+    map_freeze(cfg, draft)
     micro = map_train_batch(cfg, draft, "actor_train", world, "actor_rollout_ref.actor")
     _map_forward_batches(cfg, draft, micro)
     if cfg.critic is not None:
-        map_train_strategy(cfg.critic, draft, "critic", "critic")
+        map_train_strategy(cfg.critic, draft, "critic", "critic", world)
         critic_micro = map_train_batch(cfg, draft, "critic", world, "critic")
         infer = cfg.critic.infer_batch_size or critic_micro
         if infer:
@@ -138,13 +144,7 @@ def _map_pipeline(cfg: RollConfig, draft: Draft) -> None:
             "remove it or set 1",
             cfg.logging_steps,
         )
-    for name, reward in (cfg.rewards or {}).items():
-        draft.warn(
-            ("rewards", name),
-            f"approximated: kuberl scores each response with the rule-based scorer its row's "
-            f"data_source names; {reward.worker_cls.rsplit('.', 1)[-1]} is not run",
-            "give rows a data_source kuberl scores (e.g. openai/gsm8k) or a custom reward",
-        )
+    map_rewards(cfg, draft)
     if cfg.val_batch_size is not None:
         draft.warn(
             ("val_batch_size",),

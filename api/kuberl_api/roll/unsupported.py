@@ -72,6 +72,11 @@ WORKER_KEYS: dict[str, KnownKey] = {
     "use_dynamic_batching_in_train": _warn(_IGNORED_RUNTIME, False),
     "use_sequence_packing": _warn("ignored: kuberl packs sequences when use_remove_padding"),
     "max_concurrency": _warn(_IGNORED_RUNTIME),
+    # ROLL's own code reads no use_remove_padding (its FSDP2 examples set it); kuberl packs.
+    "use_remove_padding": _warn(
+        "ignored: ROLL reads no such key; kuberl packs sequences (model.use_remove_padding)",
+        True,
+    ),
 }
 
 DATA_ARGS_KEYS: dict[str, KnownKey] = {
