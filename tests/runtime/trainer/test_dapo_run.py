@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from tests.runtime.trainer.conftest import (
+    assert_same_training,
     base_config,
     deterministic,
     read_metrics,
@@ -32,6 +33,8 @@ REWARD = Path(__file__).resolve().parent / "dapo_reward.py"
 
 def config(model_dir, out_dir):
     cfg = base_config(model_dir, out_dir, total_training_steps=STEPS, save_freq=1)
+    # verl's balance_batch regroups rows per DP rank: off, so one and two ranks train alike.
+    cfg["trainer"]["balance_batch"] = False
     cfg["custom_reward_function"] = {"path": str(REWARD)}
     cfg["algorithm"]["filter_groups"] = {"enable": True, "metric": "acc"}
     cfg["data"]["gen_batch_size"] = BATCH
@@ -67,11 +70,16 @@ def test_constant_groups_are_dropped_and_every_batch_is_filled(uninterrupted):
     assert not (out / "dynamic_sampling" / "partial.pt").exists()
 
 
-def test_killed_between_generation_batches_resumes_bitwise(uninterrupted, tiny_model_dir, tmp_path):
-    reference, _ = uninterrupted
-    # the last step that needed more than one generation batch: it resumes from a checkpoint
+def _last_multi_batch_step(reference: Path) -> int:
+    """The last step that needed more than one generation batch: it resumes from a checkpoint."""
     step = max(s for s, m in read_metrics(reference).items() if m["train/num_gen_batches"] > 1)
     assert step > 1
+    return step
+
+
+def test_killed_between_generation_batches_resumes_bitwise(uninterrupted, tiny_model_dir, tmp_path):
+    reference, _ = uninterrupted
+    step = _last_multi_batch_step(reference)
     out = tmp_path / "out"
     crash = {"KUBERL_FAULT_POINT": "gen_batch", "KUBERL_FAULT_STEP": str(step)}
     killed = run_train(config(tiny_model_dir, out), tmp_path, env=crash)
@@ -90,3 +98,23 @@ def test_killed_between_generation_batches_resumes_bitwise(uninterrupted, tiny_m
     final = read_weights(out / "huggingface")
     for name, tensor in read_weights(reference / "huggingface").items():
         assert torch.equal(final[name], tensor), name
+
+
+def test_two_ranks_killed_and_resumed_train_like_one(uninterrupted, tiny_model_dir, tmp_path):
+    """Rank 0 writes the partial step, both ranks continue from it (each with its own RNG);
+    rows are seeded per row, so two ranks filter the same groups as one."""
+    reference, _ = uninterrupted
+    step = _last_multi_batch_step(reference)
+    out = tmp_path / "out"
+    cfg = config(tiny_model_dir, out)
+    cfg["trainer"]["n_gpus_per_node"] = 2
+    crash = {"KUBERL_FAULT_POINT": "gen_batch", "KUBERL_FAULT_STEP": str(step)}
+    killed = run_train(cfg, tmp_path, env=crash)
+    assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr[-3000:]
+    partial = torch.load(out / "dynamic_sampling" / "partial.pt", weights_only=False)
+    assert (partial.step, partial.num_gen_batches, len(partial.rng)) == (step, 1, 2)
+
+    resumed = run_train(cfg, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"step {step} continues after generation batch 1" in resumed.stderr
+    assert_same_training(reference, out, list(range(1, STEPS + 1)))
