@@ -63,8 +63,15 @@ def test_a_negative_limit_means_no_limit():
     assert build_run_plan(result.backend_config).algorithm.filter_groups.max_num_gen_batches == 0
 
 
-def test_enabled_without_a_metric_is_refused_at_the_metric():
-    (problem,) = _validate(**{FG + "enable": True}).errors
+def test_the_metric_defaults_to_verls_reward():
+    result = _validate(**{FG + "enable": True})
+    assert result.ok, _errors(result)
+    assert build_run_plan(result.backend_config).algorithm.filter_groups.metric == "reward"
+
+
+@pytest.mark.parametrize("metric", [None, ""])
+def test_enabled_without_a_metric_is_refused_at_the_metric(metric):
+    (problem,) = _validate(**{FG + "enable": True, FG + "metric": metric}).errors
     assert problem.path.endswith("algorithm.filter_groups.metric")
     assert "acc" in problem.hint and "seq_reward" in problem.hint
 

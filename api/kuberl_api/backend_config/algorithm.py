@@ -43,10 +43,10 @@ class FilterGroupsConfig(ConfigModel):
 
     enable: bool = False
     metric: str | None = Field(
-        None,
+        "reward",
         description="reward | seq_reward | seq_final_reward (summed scores) or a key of the "
         "reward function's extra info (acc, score, ...); a group whose values are all equal "
-        "is dropped.",
+        "is dropped. verl 0.9.1's default: reward; null with enable is refused, as verl does.",
     )
     max_num_gen_batches: int = Field(
         0, description="Generation batches a step may use before it fails; 0 or less: no limit."
