@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from .conftest import TOKENIZER_DIR, base_config, read_metrics, run_train, set_key
+from .conftest import (
+    TOKENIZER_DIR,
+    assert_same_training,
+    base_config,
+    read_metrics,
+    run_train,
+    set_key,
+)
 
 pytestmark = pytest.mark.runtime
 
@@ -111,10 +118,14 @@ def multi_turn_config(model: Path, out: Path, tmp_path: Path, **trainer) -> dict
     return config
 
 
-def test_grpo_with_a_calculator_tool_trains_end_to_end(tiny_model_dir, tmp_path):
-    model = teach(tiny_model_dir, tmp_path / "taught")
+@pytest.fixture(scope="module")
+def taught(tiny_model_dir, tmp_path_factory) -> Path:
+    return teach(tiny_model_dir, tmp_path_factory.mktemp("taught") / "model")
+
+
+def test_grpo_with_a_calculator_tool_trains_end_to_end(taught, tmp_path):
     out = tmp_path / "out"
-    done = run_train(multi_turn_config(model, out, tmp_path), tmp_path)
+    done = run_train(multi_turn_config(taught, out, tmp_path), tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = read_metrics(out)
     assert sorted(metrics) == [1, 2]
@@ -125,3 +136,18 @@ def test_grpo_with_a_calculator_tool_trains_end_to_end(tiny_model_dir, tmp_path)
     assert first["num_turns/mean"] > 2
     assert first["critic/score/mean"] > 0  # "#### 13" after reading the tool
     assert all(torch.isfinite(torch.tensor(v)) for v in first.values())
+
+
+def test_two_ranks_roll_out_and_train_as_one(taught, tmp_path):
+    """Each rank runs its share of the rows turn by turn; the gathered batch, metrics and
+    trained weights equal one rank's (every row samples with its own seeds)."""
+    outs = {world: tmp_path / f"world{world}" for world in (1, 2)}
+    for world, out in outs.items():
+        config = multi_turn_config(taught, out, tmp_path, n_gpus_per_node=world)
+        # verl's balance_batch regroups rows per DP rank, so mini-batches depend on the world size.
+        set_key(config, "trainer.balance_batch", False)
+        set_key(config, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", 1)
+        done = run_train(config, tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert read_metrics(outs[2])[1]["tool/calculator/calls"] >= 4
+    assert_same_training(outs[1], outs[2], [1, 2])
