@@ -125,8 +125,12 @@ class StrategyConfig(RollModel):
     moe_use_grouped_mm: bool | None = None
     # DeepSpeed: the ZeRO section decides; the rest of a DeepSpeed JSON is its own business.
     zero_optimization: ZeroOptimization | None = None
-    bf16: dict[str, Any] | None = None
-    fp16: dict[str, Any] | None = None
+    bf16: dict[str, Any] | bool | None = Field(
+        None, description="DeepSpeed: a section; Megatron: a flag."
+    )
+    fp16: dict[str, Any] | bool | None = Field(
+        None, description="DeepSpeed: a section; Megatron: a flag."
+    )
     train_batch_size: int | str | None = None
     train_micro_batch_size_per_gpu: int | str | None = None
     gradient_accumulation_steps: int | str | None = None
@@ -189,7 +193,7 @@ class RollConfig(RollModel):
     logging_steps: int | None = Field(None, gt=0)
     eval_steps: int | None = Field(None, gt=0)
     resume_from_checkpoint: bool | str | None = None
-    track_with: Literal["stdout", "tensorboard", "wandb", "swanlab"] | None = None
+    track_with: str | None = Field(None, description="stdout, tensorboard, wandb or swanlab.")
 
     rollout_batch_size: int = Field(gt=0, description="Prompts per step.")
     num_return_sequences_in_group: int = Field(1, gt=0, description="Responses per prompt.")

@@ -12,13 +12,17 @@ from kuberl_api.roll.models import RollConfig
 
 _RANGE = re.compile(r"^\s*list\(\s*range\(\s*(\d+)\s*,\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)\s*\)\s*$")
 _LIST = re.compile(r"^\s*\[\s*(\d+(?:\s*,\s*\d+)*)?\s*,?\s*\]\s*$")
+_LIST_CALL = re.compile(r"^\s*list\((.*)\)\s*$")
 ROLES = ("actor_train", "actor_infer", "reference", "critic")
 
 
 def parse_device_mapping(value: list[int] | str) -> list[int] | None:
-    """``[0, 1]``, ``"[0, 1]"`` or ``"list(range(0, 8))"``; None when it is none of these."""
+    """``[0, 1]``, ``"[0, 1]"``, ``"list([0, 1])"`` or ``"list(range(0, 8))"``; None when it is
+    none of these."""
     if isinstance(value, list):
         return value
+    if (call := _LIST_CALL.match(value)) and _LIST.match(call.group(1)):
+        value = call.group(1)
     if match := _RANGE.match(value):
         start, stop, step = match.groups()
         return list(range(int(start), int(stop), int(step or 1)))

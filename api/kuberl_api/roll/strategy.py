@@ -127,7 +127,7 @@ def map_infer_strategy(worker: WorkerConfig, draft: Draft) -> None:
             name,
         )
     used = _map_engine(sc, draft, (*where, "strategy_config"), name)
-    used |= _map_rollout_tp(worker, sc, draft)
+    used |= _map_rollout_tp(worker, sc, draft, name)
     _warn_unused(sc, used, draft, (*where, "strategy_config"), name)
 
 
@@ -175,16 +175,28 @@ def _map_engine(sc: StrategyConfig, draft: Draft, where: tuple, name: str) -> se
     return used
 
 
-def _map_rollout_tp(worker: WorkerConfig, sc: StrategyConfig, draft: Draft) -> set[str]:
+def _map_rollout_tp(worker: WorkerConfig, sc: StrategyConfig, draft: Draft, name: str) -> set[str]:
     """num_gpus_per_worker is one engine's devices: the rollout's tensor parallel size."""
+    num = worker.num_gpus_per_worker
+    vllm_tp = sc.tensor_parallel_size or 1
+    if name == "vllm" and num not in (None, vllm_tp):
+        # ROLL's WorkerConfig sets a vllm worker's num_gpus_per_worker to TP x PP itself.
+        draft.warn(
+            ("actor_infer", "num_gpus_per_worker"),
+            f"ignored: ROLL sets a vLLM worker's num_gpus_per_worker to tensor_parallel_size "
+            f"x pipeline_parallel_size ({vllm_tp}), and so does kuberl",
+            f"remove it or set {vllm_tp}",
+            num,
+        )
+        num = None
     written = {
         key: getattr(sc, key)
         for key in ("tensor_parallel_size", "tp_size", "tensor_model_parallel_size")
         if getattr(sc, key) is not None
     }
     sizes = set(written.values())
-    if worker.num_gpus_per_worker is not None:
-        sizes.add(worker.num_gpus_per_worker)
+    if num is not None:
+        sizes.add(num)
     if len(sizes) > 1:
         draft.error(
             ("actor_infer", "num_gpus_per_worker"),
@@ -208,6 +220,8 @@ def _map_model_parallel(
     sc: StrategyConfig, draft: Draft, where: tuple, node: str | None
 ) -> set[str]:
     used = {"use_distributed_optimizer"}  # FSDP2 always shards the optimizer state
+    if sc.bf16 is True:
+        used.add("bf16")  # Megatron's bf16 training: kuberl's FSDP2 computes in bf16 too
     for key, what in (
         ("tensor_model_parallel_size", "tensor"),
         ("pipeline_model_parallel_size", "pipeline"),

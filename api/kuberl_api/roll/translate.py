@@ -134,8 +134,16 @@ def _map_pipeline(cfg: RollConfig, draft: Draft) -> None:
     if cfg.max_steps is not None:
         # ROLL runs max_steps however many passes over the data that takes.
         draft.set("trainer.total_epochs", 1_000_000, "max_steps")
-    if cfg.track_with is not None:
+    if cfg.track_with in _TRACKERS:
         draft.set("trainer.logger", _TRACKERS[cfg.track_with], "track_with")
+    elif cfg.track_with is not None:
+        draft.error(
+            ("track_with",),
+            "kuberl logs to the console, TensorBoard, Weights & Biases and SwanLab only "
+            "(ml_tracker is Alibaba's internal tracker)",
+            f"use one of {', '.join(_TRACKERS)}",
+            cfg.track_with,
+        )
     _map_resume(cfg, draft)
     if cfg.logging_steps not in (None, 1):
         draft.warn(

@@ -225,9 +225,15 @@ CASES = [
         2,
     ),
     (
-        {"actor_infer.num_gpus_per_worker": 2},
+        {"actor_infer.num_gpus_per_worker": 2, "actor_infer.strategy_args.strategy_name": "sglang"},
         "actor_rollout_ref.rollout.tensor_model_parallel_size",
         2,
+    ),
+    # ROLL sets a vllm worker's num_gpus_per_worker to its tensor_parallel_size (default 1).
+    (
+        {"actor_infer.num_gpus_per_worker": 2},
+        "actor_rollout_ref.rollout.tensor_model_parallel_size",
+        1,
     ),
     ({}, "actor_rollout_ref.rollout.tensor_model_parallel_size", 1),
     (

@@ -202,10 +202,20 @@ CASES = [
         "differs from num_return_sequences_in_group",
     ),
     (
-        {"actor_infer.num_gpus_per_worker": 2, f"{IC}.tensor_parallel_size": 1},
+        {
+            "actor_infer.num_gpus_per_worker": 2,
+            "actor_infer.strategy_args.strategy_name": "sglang",
+            f"{IC}.tp_size": 1,
+        },
         E,
         "actor_infer.num_gpus_per_worker",
         "disagrees with the engine's tensor parallel size",
+    ),
+    (
+        {"actor_infer.num_gpus_per_worker": 1, f"{IC}.tensor_parallel_size": 2},
+        W,
+        "actor_infer.num_gpus_per_worker",
+        "ROLL sets a vLLM worker's num_gpus_per_worker to tensor_parallel_size",
     ),
     ({f"{IC}.load_format": "sharded_state"}, E, f"{IC}.load_format", "cannot load weights"),
     (
