@@ -16,7 +16,7 @@ The batch is verl's layout: ``responses`` are the trajectory (policy and tool to
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -93,6 +93,8 @@ class TurnContext:
     settings: MultiTurnSettings
     max_context: int = 0
     """Context plus new tokens never exceed it (the engine's model length); 0: no limit."""
+    chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    """data.apply_chat_template_kwargs: every turn is rendered as the dataset rendered prompts."""
 
 
 def start_trajectory(
@@ -109,7 +111,7 @@ def start_trajectory(
     prompt_ids = list(sample.prompt_ids)
     if agent == TOOL_AGENT and messages and ctx.tools:
         schemas = [tool.schema for tool in ctx.tools.values()]
-        prompt_ids = initial_prompt_ids(ctx.tokenizer, messages, schemas)
+        prompt_ids = initial_prompt_ids(ctx.tokenizer, messages, schemas, ctx.chat_template_kwargs)
         if len(prompt_ids) > prompt_length:
             logger.warning(
                 "row %d: prompt with tool schemas is %d tokens, keeping the last %d "
@@ -211,7 +213,9 @@ def _tool_turn(calling: list[Trajectory], budget: int, ctx: TurnContext) -> None
         ]
         tail = ctx.tokenizer.decode(trajectory.ids[-1:], skip_special_tokens=False)
         tail = tail if trajectory.ids[-1:] and trajectory.ids[-1] in ctx.eos_ids else ""
-        added = context_ids(ctx.tokenizer, trajectory.messages, new, tail, schemas)
+        added = context_ids(
+            ctx.tokenizer, trajectory.messages, new, tail, schemas, ctx.chat_template_kwargs
+        )
         if len(trajectory.ids) + len(added) >= budget:
             trajectory.done = True  # no room for another turn: end on the policy's tokens
             continue
@@ -236,7 +240,9 @@ def check_tokenization(trajectories: Sequence[Trajectory], ctx: TurnContext) -> 
         for t in trajectories
         if t.agent == TOOL_AGENT
         and t.user_turns
-        and not tokenization_matches(ctx.tokenizer, t.prompt_ids + t.ids, t.messages, mode)
+        and not tokenization_matches(
+            ctx.tokenizer, t.prompt_ids + t.ids, t.messages, mode, ctx.chat_template_kwargs
+        )
     ]
     if bad:
         logger.warning(

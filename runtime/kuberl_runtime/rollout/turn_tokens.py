@@ -10,7 +10,7 @@ trajectory with the template's rendering of its messages (verl's three modes).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from kuberl_runtime.data.tokenize import ChatTokenizer, encode_text
@@ -28,18 +28,26 @@ def render(
     *,
     tools: Sequence[dict[str, Any]] | None = None,
     generation_prompt: bool = False,
+    template_kwargs: Mapping[str, Any] | None = None,
 ) -> str:
-    extra = {"tools": list(tools)} if tools else {}
+    """``template_kwargs``: data.apply_chat_template_kwargs, as the dataset rendered prompts."""
+    extra = {**(template_kwargs or {}), **({"tools": list(tools)} if tools else {})}
     return tokenizer.apply_chat_template(
         list(messages), add_generation_prompt=generation_prompt, tokenize=False, **extra
     )
 
 
 def initial_prompt_ids(
-    tokenizer: ChatTokenizer, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+    tokenizer: ChatTokenizer,
+    messages: Sequence[Message],
+    tools: Sequence[dict[str, Any]],
+    template_kwargs: Mapping[str, Any] | None = None,
 ) -> list[int]:
     """The first prompt with the tools' schemas (templates that know ``tools`` list them)."""
-    return encode_text(tokenizer, render(tokenizer, messages, tools=tools, generation_prompt=True))
+    text = render(
+        tokenizer, messages, tools=tools, generation_prompt=True, template_kwargs=template_kwargs
+    )
+    return encode_text(tokenizer, text)
 
 
 def context_ids(
@@ -48,15 +56,18 @@ def context_ids(
     new: Sequence[Message],
     written_tail: str,
     tools: Sequence[dict[str, Any]] | None = None,
+    template_kwargs: Mapping[str, Any] | None = None,
 ) -> list[int]:
     """Tokens after the policy's last turn (``history[-1]``, whose text ended with
     ``written_tail``, e.g. its EOS) up to the next assistant header, with ``new`` in between."""
-    before = render(tokenizer, history, tools=tools)
-    after = render(tokenizer, [*history, *new], tools=tools, generation_prompt=True)
+    kw = {"tools": tools, "template_kwargs": template_kwargs}
+    before = render(tokenizer, history, **kw)
+    after = render(tokenizer, [*history, *new], generation_prompt=True, **kw)
     if not after.startswith(before):  # a template that re-renders earlier turns: verl's way
         logger.debug("chat template re-renders history; tool context from a probe conversation")
-        before = render(tokenizer, _PROBE)
-        after = render(tokenizer, [*_PROBE, *new], generation_prompt=True)
+        kw = {"template_kwargs": template_kwargs}
+        before = render(tokenizer, _PROBE, **kw)
+        after = render(tokenizer, [*_PROBE, *new], generation_prompt=True, **kw)
         return encode_text(tokenizer, after[len(before) :]) if after.startswith(before) else []
     unwritten = _unwritten_end(before, str(history[-1]["content"]), written_tail)
     return encode_text(tokenizer, unwritten + after[len(before) :])
@@ -72,14 +83,18 @@ def _unwritten_end(rendered: str, content: str, written_tail: str) -> str:
 
 
 def tokenization_matches(
-    tokenizer: ChatTokenizer, ids: Sequence[int], messages: Sequence[Message], mode: SanityMode
+    tokenizer: ChatTokenizer,
+    ids: Sequence[int],
+    messages: Sequence[Message],
+    mode: SanityMode,
+    template_kwargs: Mapping[str, Any] | None = None,
 ) -> bool:
     """Whether ``ids`` (the prompt and the trajectory) equal the template's rendering of
     ``messages`` up to their length (strict), or equal it ignoring whitespace
     (ignore_strippable); disable: always."""
     if mode == "disable":
         return True
-    text = render(tokenizer, messages)
+    text = render(tokenizer, messages, template_kwargs=template_kwargs)
     if mode == "strict":
         expected = encode_text(tokenizer, text)
         return list(expected[: len(ids)]) == list(ids)

@@ -54,6 +54,7 @@ class MultiTurnGenerator:
             pad_id=self.pad_id,
             tools=self.tools,
             settings=self.settings,
+            chat_template_kwargs=dict(self.plan.data.apply_chat_template_kwargs),
         )
         seed = self.plan.trainer.seed
         seeds = [row_seed(seed, stream, row) for row in range(len(prompts))]

@@ -333,3 +333,33 @@ def test_rows_are_batched_so_no_context_outgrows_the_model_length(tokenizer):
     ]
     unlimited = TurnContext(**{**ctx.__dict__, "max_context": 0})
     assert len(_length_groups(rows, unlimited)) == 1
+
+
+def test_every_turn_is_rendered_with_the_datas_chat_template_kwargs():
+    loud = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
+    loud.chat_template = (
+        "{% for m in messages %}{{ '<|im_start|>' + m['role'] + ('!' if loud else '') + '\\n'"
+        " + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant' + ('!' if loud else '')"
+        " + '\\n' }}{% endif %}"
+    )
+    policy = ScriptedPolicy(loud, {"apples": [CALL % "2*3", "#### 6"]})
+    ctx = TurnContext(
+        engine=policy,
+        tokenizer=loud,
+        params=SamplingParams(response_length=200),
+        eos_ids=[loud.eos_token_id],
+        pad_id=loud.pad_token_id,
+        tools={"calculator": CalculatorTool()},
+        settings=MultiTurnSettings(),
+        chat_template_kwargs={"loud": True},
+    )
+    prompts = _batch(loud, ["apples?"])
+    batch, metrics = generate_multi_turn(
+        prompts, ctx, ranks=ONE_RANK, row_seeds=[0], prompt_length=40
+    )
+    prompt = loud.decode(batch["prompts"][0][batch["attention_mask"][0, :40].bool()])
+    response = loud.decode(batch["responses"][0][batch["attention_mask"][0, 40:].bool()])
+    assert prompt.startswith("<|im_start|>user!\napples?")
+    assert "<|im_start|>tool!\n6<|im_end|>\n<|im_start|>assistant!\n" in response
+    assert metrics["multi_turn/tokenization_mismatches"] == 0
