@@ -11,8 +11,7 @@ from datetime import UTC, datetime, timedelta
 from kuberl_api.job import Attempt, RayClusterStatus, RayJobStatus
 from kuberl_operator import conditions as cond
 from kuberl_operator import kueue
-from kuberl_operator.builders import build_raycluster, build_runtime_rbac, build_submission
-from kuberl_operator.builders.network import build_network_policy, build_token_secret
+from kuberl_operator.builders import build_submission
 from kuberl_operator.cluster_health import cluster_health
 from kuberl_operator.config import OperatorConfig
 from kuberl_operator.deadlines import (
@@ -29,11 +28,11 @@ from kuberl_operator.failures import (
     classify_ray_failure,
     retry_verdict,
 )
-from kuberl_operator.gang import gang_objects, schedule_head_with_workers
 from kuberl_operator.hostnet_head import head_ports, host_network_dashboard
 from kuberl_operator.kube import Kube
 from kuberl_operator.metrics import Metrics
 from kuberl_operator.names import head_service_url, raycluster_name, submission_id
+from kuberl_operator.provisioning import create_cluster, pod_creation_failure
 from kuberl_operator.ray_auth import RayAuth, unlocked_head
 from kuberl_operator.ray_jobs import DashboardUnavailable, RayJobsClient, SubmissionRejected
 from kuberl_operator.state import JobState
@@ -135,6 +134,9 @@ class AttemptDriver:
         if kueue.managed(raycluster) and kueue.observe(state, attempt, raycluster, self.stop):
             return
         self._observe_cluster(state, attempt, raycluster)
+        if not state.submitted(attempt) and (refused := pod_creation_failure(raycluster)):
+            self.fail(state, attempt, refused)
+            return
         if state.submitted(attempt):
             # The Ray job is the truth once submitted: a pod's readiness blinking (a probe, a
             # node heartbeat) must not stop us from seeing it finish, fail or lose its head.
@@ -188,24 +190,13 @@ class AttemptDriver:
         return updated
 
     def _create_cluster(self, state: JobState, attempt: Attempt) -> None:
-        assert state.spec is not None
-        namespace = state.ref.namespace
-        for stale in self.kube.list_rayclusters(namespace, state.ref.name):
-            if stale["metadata"]["name"] != attempt.ray_cluster:
-                self.kube.delete_raycluster(namespace, stale["metadata"]["name"])
-        for obj in build_runtime_rbac(state.ref):
-            self.kube.create(obj)
-        token = self.ray_auth.secret_token(state.ref)
-        self.kube.create(build_token_secret(state.ref, token))
-        self.kube.create(build_network_policy(state.ref, self.config.operator_namespace))
-        body = build_raycluster(state.ref, state.spec, attempt.index, self.config.default_image)
-        schedule_head_with_workers(body, state.spec)
-        kueue.queue_raycluster(body, state.spec)
-        for obj in gang_objects(body, state.spec, state.ref.owner_reference()):
-            self.kube.create(obj)
-        self.kube.create(body)
-        state.condition(cond.CLUSTER_READY, False, "PodsProvisioning", "RayCluster created")
-        if kueue.managed(body):
+        assert attempt.ray_cluster
+        body, failure = create_cluster(
+            self.kube, self.config, self.ray_auth, state, attempt.ray_cluster, attempt.index
+        )
+        if failure is not None:
+            self.fail(state, attempt, failure)
+        elif kueue.managed(body):
             kueue.observe(state, attempt, body, self.stop)
 
     def _observe_cluster(self, state: JobState, attempt: Attempt, raycluster: dict) -> None:

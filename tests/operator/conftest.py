@@ -41,6 +41,7 @@ class FakeKube:
         self.deleted: list[tuple[str, str]] = []
         self.status_patches: list[dict[str, Any]] = []
         self.fail_next_patch = False
+        self.refuse: dict[str, Exception] = {}  # kind -> what the API server answers a create
 
     def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
         return copy.deepcopy(self.jobs.get(name))
@@ -76,6 +77,8 @@ class FakeKube:
 
     def create(self, obj: dict[str, Any]) -> bool:
         key = (obj["kind"], obj["metadata"]["name"])
+        if obj["kind"] in self.refuse:
+            raise self.refuse[obj["kind"]]
         if key in self.created:
             return False
         self.created.append(key)
