@@ -18,11 +18,23 @@ ANNOTATION_PREFIX = "kuberl.io"
 _MAX_CLUSTER_NAME = 40
 
 
+_DIGEST = 10
+"""Hex digits of the name's SHA-1 kept in a shortened name: 40 bits, so even thousands of jobs
+sharing one long prefix do not meet."""
+
+
 def _shorten(name: str, limit: int) -> str:
-    if len(name) <= limit:
+    """``name`` if it is short, else a prefix and a digest, exactly ``limit`` characters.
+
+    A name is kept only up to ``limit - _DIGEST - 1`` characters, and a shortened one is always
+    ``limit`` long, so no job's own name can equal another job's shortened twin (a job named
+    like the shortened form of a longer one would otherwise share its RayCluster).
+    """
+    keep = limit - _DIGEST - 1
+    if len(name) <= keep:
         return name
-    digest = hashlib.sha1(name.encode()).hexdigest()[:6]
-    return f"{name[: limit - 7].rstrip('-')}-{digest}"
+    digest = hashlib.sha1(name.encode()).hexdigest()[:_DIGEST]
+    return f"{name[:keep]}-{digest}"  # "--" is allowed inside a DNS label
 
 
 def raycluster_name(job: str, attempt: int) -> str:

@@ -57,3 +57,19 @@ def test_names_kuberay_would_reject_are_refused_at_apply(kube_api, job_namespace
 @pytest.mark.cluster
 def test_the_longest_valid_name_is_accepted(kube_api, job_namespace):
     assert _create(kube_api, job_namespace, LONGEST)["metadata"]["name"] == LONGEST
+
+
+@pytest.mark.parametrize("attempt", [1, 10])
+def test_a_name_spelled_like_a_shortened_twin_gets_its_own_cluster(attempt: int) -> None:
+    twin = raycluster_name(LONGEST, attempt).removesuffix(f"-a{attempt}")
+    assert raycluster_name(twin, attempt) != raycluster_name(LONGEST, attempt)
+    for derive in (runtime_account_name, ray_token_secret_name, network_policy_name):
+        assert derive(twin) != derive(LONGEST)
+
+
+def test_no_two_names_share_a_cluster_among_many_near_twins() -> None:
+    names = [LONGEST[: 63 - len(str(i))] + str(i) for i in range(2000)]
+    names += [raycluster_name(n, 1).removesuffix("-a1") for n in names[:200]]
+    names += ["a" * length for length in range(1, 64)]
+    clusters = {raycluster_name(n, 1) for n in names}
+    assert len(clusters) == len(set(names))
