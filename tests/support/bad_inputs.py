@@ -59,9 +59,12 @@ CASES = [
         "split evenly over 4 data-parallel",
     ),
     (
-        {f"{BC}.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 3},
+        {
+            f"{BC}.actor_rollout_ref.actor.ppo_mini_batch_size": 8,  # 8 x n 2 / 4 ranks = 4
+            f"{BC}.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 3,
+        },
         f"{BC}.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
-        "use a divisor of 2",
+        "use a divisor of 4",
     ),
     (
         {f"{BC}.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": delete()},

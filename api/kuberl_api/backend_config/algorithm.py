@@ -5,7 +5,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from kuberl_api.backend_config.actor import KLEstimator
-from kuberl_api.backend_config.verl_keys import VerlAlgorithmKeys
+from kuberl_api.backend_config.rollout_correction import RolloutCorrectionConfig
 from kuberl_api.base import ConfigModel
 
 AdvantageEstimator = Literal[
@@ -56,7 +56,7 @@ class FilterGroupsConfig(ConfigModel):
     )
 
 
-class AlgorithmConfig(VerlAlgorithmKeys):
+class AlgorithmConfig(ConfigModel):
     gamma: float = Field(1.0, ge=0, le=1)
     lam: float = Field(1.0, ge=0, le=1)
     adv_estimator: AdvantageEstimator = "gae"
@@ -66,6 +66,7 @@ class AlgorithmConfig(VerlAlgorithmKeys):
     kl_ctrl: KLControlConfig = Field(default_factory=KLControlConfig)
     use_pf_ppo: bool = False
     pf_ppo: PFPPOConfig = Field(default_factory=PFPPOConfig)
+    rollout_correction: RolloutCorrectionConfig = Field(default_factory=RolloutCorrectionConfig)
     filter_groups: FilterGroupsConfig = Field(default_factory=FilterGroupsConfig)
 
     # ---- kuberl extension: ROLL's RLVR options (issue 14; owner H-numbers) -------------------

@@ -150,7 +150,3 @@ class VerlRootKeys(ConfigModel):
     transfer_queue: Subtree = None
     global_profiler: Subtree = None
     skip: Subtree = None
-
-
-class VerlAlgorithmKeys(ConfigModel):
-    rollout_correction: Subtree = None

@@ -1,7 +1,7 @@
 """Fates of ``algorithm.*``."""
 
 from kuberl_api.keys.entry import honoured, no_effect, refused
-from kuberl_api.keys.where import DYNAMIC_SAMPLING, LOOP
+from kuberl_api.keys.where import DYNAMIC_SAMPLING, LOOP, ROLLOUT_CORRECTION
 
 P = "algorithm."
 NO_PF_PPO = "PF-PPO is not implemented; remove it"
@@ -38,6 +38,19 @@ KEYS = [
         P + "filter_groups.max_inflight_gen_batches",
         "bounds verl's V1 asynchronous generation; kuberl generates one batch at a time",
     ),
+    # verl 0.9.1's rollout correction (backend_config/rollout_correction.py).
+    *[
+        honoured(P + "rollout_correction." + k, ROLLOUT_CORRECTION)
+        for k in (
+            "rollout_is",
+            "rollout_is_threshold",
+            "rollout_is_batch_normalize",
+            "rollout_rs",
+            "rollout_rs_threshold",
+            "bypass_mode",
+            "loss_type",
+        )
+    ],
     refused(P + "use_pf_ppo", NO_PF_PPO),
     refused(P + "pf_ppo.reweight_method", NO_PF_PPO),
     refused(P + "pf_ppo.weight_pow", NO_PF_PPO),

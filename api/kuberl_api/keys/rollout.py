@@ -2,7 +2,7 @@
 
 from kuberl_api.keys import multi_turn
 from kuberl_api.keys.entry import honoured, no_effect, refused
-from kuberl_api.keys.where import COMPONENTS, DEPRECATED, LOOP, VLLM
+from kuberl_api.keys.where import COMPONENTS, DEPRECATED, LOOP, ROLLOUT_CORRECTION, VLLM
 
 P = "actor_rollout_ref.rollout."
 SAMPLING = ["temperature", "top_k", "top_p", "do_sample", "n", "ignore_eos"]
@@ -47,7 +47,7 @@ KEYS = [
     honoured(P + "log_prob_micro_batch_size_per_gpu", LOOP),
     honoured(P + "log_prob_use_dynamic_bsz", LOOP),
     honoured(P + "log_prob_max_token_len_per_gpu", LOOP),
-    no_effect(P + "calculate_log_probs", "old log-probs are recomputed by the actor"),
+    honoured(P + "calculate_log_probs", ROLLOUT_CORRECTION),
     no_effect(
         P + "engine_kwargs.sglang",
         "read by an SGLang engine only; kuberl generates with vLLM or HF (rollout.name)",

@@ -179,7 +179,6 @@ KEYS: list[KeyEntry] = [
         "verl serves the reward model with this engine; kuberl runs the sequence-classification "
         "model itself (FSDP). Refused for a generative reward model (validation/rules_reward.py)",
     ),
-    no_effect("algorithm.rollout_correction", SWITCHED + " (rollout_is, rollout_rs null)"),
     no_effect("trainer.esi_redundant_time", "Ascend elastic-training timing only"),
     refused("trainer.checkpoint_callback_class", NOT_YET),
     no_effect("trainer.ray_wait_register_center_timeout", "verl's Ray actor start-up only"),

@@ -3,6 +3,7 @@
 RT = "runtime/kuberl_runtime/"
 COMPONENTS = RT + "trainer/components.py"
 LOOP = RT + "trainer/loop.py"
+ROLLOUT_CORRECTION = RT + "trainer/rollout_correction.py"
 DYNAMIC_SAMPLING = RT + "trainer/dynamic_sampling.py"
 ACTOR_ENGINE = RT + "engine/actor.py"
 CRITIC_ENGINE = RT + "engine/critic.py"

@@ -25,6 +25,7 @@ from kuberl_api.plan.common import (
 )
 from kuberl_api.plan.filter_groups import filter_groups_section, gen_batch_size
 from kuberl_api.plan.multi_turn import multi_turn_section
+from kuberl_api.plan.rollout_correction import rollout_correction_section
 from kuberl_api.plan.run_plan import RunPlan
 from kuberl_api.plan.sections import (
     ActorPlan,
@@ -66,6 +67,7 @@ def build_run_plan(effective: BackendConfig, af_output_dir: str | None = None) -
         reward_model=_reward_model(effective),
         reward_function=_reward_function(effective),
         algorithm=_algorithm(effective),
+        rollout_correction=rollout_correction_section(effective),
         trainer=_trainer(effective),
         source=json.loads(effective.model_dump_json()),
     )

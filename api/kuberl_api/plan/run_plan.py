@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from kuberl_api.plan.rollout_correction import RolloutCorrectionPlan
 from kuberl_api.plan.sections import (
     ActorPlan,
     AlgorithmPlan,
@@ -32,6 +33,7 @@ class RunPlan(Frozen):
     reward_model: RewardModelPlan
     reward_function: RewardFunctionPlan
     algorithm: AlgorithmPlan
+    rollout_correction: RolloutCorrectionPlan
     trainer: TrainerPlan
     source: dict[str, Any]
     """The effective backend_config the plan was built from, for the record (trackers, the

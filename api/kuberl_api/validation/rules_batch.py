@@ -94,7 +94,9 @@ def _mini_batch(
             )
         ]
     per_rank = mini * n // dp
-    if per_rank % micro:
+    # A micro batch at least the rank's mini-batch is one micro-batch of it (verl 0.9.1 splits
+    # the rank's rows by the micro size and asserts nothing more).
+    if micro < per_rank and per_rank % micro:
         return [
             Problem(
                 join_path(where, "ppo_micro_batch_size_per_gpu"),

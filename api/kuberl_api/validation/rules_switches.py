@@ -41,19 +41,6 @@ SWITCHES: list[tuple[str, str, tuple[Any, ...], str]] = [
     ("skip", "rollout.enable", (False, None), "replaying dumped rollouts: " + _NOT_YET),
     ("skip", "rollout_tq.enable", (False, None), "replaying dumped rollouts: " + _NOT_YET),
     ("skip", "async_rollout.enable", (False, None), "replaying dumped rollouts: " + _NOT_YET),
-    (
-        "algorithm.rollout_correction",
-        "rollout_is",
-        (None,),
-        "rollout importance sampling: " + _NOT_YET,
-    ),
-    (
-        "algorithm.rollout_correction",
-        "rollout_rs",
-        (None,),
-        "rollout rejection sampling: " + _NOT_YET,
-    ),
-    ("algorithm.rollout_correction", "bypass_mode", (False, None), "bypass mode: " + _NOT_YET),
     ("trainer.v1", "trainer_mode", ("sync", None), "asynchronous trainer modes: " + _NOT_YET),
 ]
 SWITCHED_SUBTREES = {subtree for subtree, *_ in SWITCHES}

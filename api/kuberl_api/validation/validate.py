@@ -29,6 +29,7 @@ from kuberl_api.validation.rules_placement import (
     check_pools,
 )
 from kuberl_api.validation.rules_reward import check_reward
+from kuberl_api.validation.rules_rollout_correction import check_rollout_correction
 from kuberl_api.validation.rules_start import check_start
 from kuberl_api.validation.rules_storage import check_storage
 from kuberl_api.validation.rules_switches import check_switches, strip_hydra_targets
@@ -182,6 +183,7 @@ def _check_semantics(result: ValidationResult, parsed: BaseModel, bc: str) -> No
     result.problems += check_algorithm(effective, bc)
     result.problems += check_filter_groups(effective, bc)
     result.problems += check_reward(effective, bc)
+    result.problems += check_rollout_correction(effective, bc)
     result.problems += check_multi_turn(effective, bc)
     result.problems += check_start(effective, bc)
     spec = parsed if isinstance(parsed, RLTrainingJobSpec) else None

@@ -56,7 +56,7 @@ def dry_run_input(
         response_length=rollout.response_length,
         micro_batch_rows=_rows(
             actor.use_dynamic_bsz,
-            actor.ppo_micro_batch_size_per_gpu,
+            min(actor.ppo_micro_batch_size_per_gpu, actor.mini_batch_rows_per_rank),
             actor.ppo_max_token_len_per_gpu * sp,
             width,
         ),

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from kuberl_api.plan.rollout_correction import RolloutCorrectionPlan
 from kuberl_api.plan.sections import ActorPlan
 from kuberl_runtime.algorithms import (
     GlobalBatch,
     LossModeParams,
     agg_loss,
-    compute_policy_loss,
     kl_loss,
 )
 from kuberl_runtime.engine.logprob import forward_responses
@@ -44,6 +44,7 @@ from kuberl_runtime.engine.optim_offload import OptimizerOffload
 from kuberl_runtime.engine.packing import fixed_micro_batches
 from kuberl_runtime.engine.ulysses import NO_SP, UlyssesGroup
 from kuberl_runtime.trainer.batch import Batch
+from kuberl_runtime.trainer.rollout_correction import ROLLOUT_IS_WEIGHTS, policy_loss_fn
 
 _FORWARD_KEYS = ("input_ids", "attention_mask", "position_ids", "responses", "response_mask")
 # Summed over a mini-batch's micro-batches (their global-batch losses add up to its loss).
@@ -60,6 +61,8 @@ class ActorSettings:
     total_training_steps: int
     sp: UlyssesGroup = NO_SP
     """This rank's Ulysses sequence-parallel group (engine/ulysses.py)."""
+    rollout_correction: RolloutCorrectionPlan | None = None
+    """Bypass mode swaps the policy loss (trainer/rollout_correction.py policy_loss_fn)."""
 
 
 class Actor:
@@ -81,6 +84,7 @@ class Actor:
         self.lr_scheduler = build_lr_scheduler(
             self.optimizer, cfg.optim, settings.total_training_steps
         )
+        self.policy_loss = policy_loss_fn(settings.rollout_correction)
 
     def compute_log_prob(
         self, batch: Batch, batching: MicroBatching, *, calculate_entropy: bool = False
@@ -208,7 +212,7 @@ class Actor:
         out = self._forward(self.model, micro, need_entropy or on_policy)
         assert out.log_probs is not None
         old_log_prob = out.log_probs.detach() if on_policy else micro["old_log_probs"]
-        loss, metrics = compute_policy_loss(
+        loss, metrics = self.policy_loss(
             cfg.policy_loss.loss_mode,
             old_log_prob=old_log_prob,
             log_prob=out.log_probs,
@@ -221,6 +225,7 @@ class Actor:
             clip_ratio_c=cfg.clip_ratio_c,
             loss_scale_factor=cfg.loss_scale_factor,
             global_batch=global_batch,
+            rollout_is_weights=micro.tensors.get(ROLLOUT_IS_WEIGHTS),
             mode_params=LossModeParams(**cfg.policy_loss.model_dump(exclude={"loss_mode"})),
         )
         metrics = dict(metrics)

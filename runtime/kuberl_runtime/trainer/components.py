@@ -231,6 +231,7 @@ def _build_actor(
         world_size=plan.placement.dp_size,
         total_training_steps=total,
         sp=sp,
+        rollout_correction=plan.rollout_correction,
     )
     return Actor(model, plan.actor, settings, ref_model=ref_model)
 

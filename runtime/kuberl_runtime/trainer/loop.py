@@ -47,6 +47,7 @@ from kuberl_runtime.trainer.generation import VALIDATION_STREAM, generate_sharde
 from kuberl_runtime.trainer.multi_turn import multi_turn_generator
 from kuberl_runtime.trainer.remax import REMAX_STREAM, greedy_params, reward_baselines
 from kuberl_runtime.trainer.rewards import score_batch
+from kuberl_runtime.trainer.rollout_correction import correct_batch, use_rollout_as_old
 from kuberl_runtime.trainer.state import restore_train_state, train_state
 from kuberl_runtime.trainer.step_loop import StepLoop
 from kuberl_runtime.trainer.validation import validation_metrics
@@ -180,7 +181,9 @@ class Trainer(StepLoop):
             ignore_eos=rollout_cfg.ignore_eos,
         )
         with M.timer("gen", timings):
-            batch = self._generate(prompts, params, stream=stream)
+            batch = self._generate(
+                prompts, params, stream, self.plan.rollout_correction.calculate_log_probs
+            )
         with M.timer("reward", timings):
             batch["token_level_scores"], extra = self._scores_and_extra(batch)
         if self.plan.algorithm.adv_estimator == "remax":
@@ -221,7 +224,11 @@ class Trainer(StepLoop):
         updates = plan.trainer.critic_warmup <= step
         # on_policy_shortcut (validated on-policy): the update's own pass stands in for π_old.
         on_policy = plan.actor.on_policy_shortcut and updates
-        entropys = None if on_policy else self._old_log_probs(batch, timings)
+        bypass = plan.rollout_correction.bypass_mode  # π_old: the rollout's own log-probs
+        entropys = None if on_policy or bypass else self._old_log_probs(batch, timings)
+        if bypass:
+            use_rollout_as_old(batch)
+        entropy_mask = batch["response_mask"]  # before rollout correction's rejection
         if plan.ref.enabled:
             with M.timer("ref", timings):
                 batch["ref_log_prob"] = self._on_shards(
@@ -254,12 +261,14 @@ class Trainer(StepLoop):
                 metrics.update(update_metrics)
             with M.timer("update_weights", timings):
                 self.sync_rollout_weights()
-        if entropys is None:  # on-policy, but ROLL's masks left no row to update: measure it
+        if entropys is None and not bypass:  # on-policy, but no row updated: measure it
             entropys = self._old_log_probs(batch, timings)
         reduced = M.reduce_across_ranks(metrics)
-        # verl reports `actor/entropy` over the whole batch, from the old-log-prob pass.
-        entropy = agg_loss(entropys, batch["response_mask"], plan.actor.loss_agg_mode)
-        reduced["actor/entropy"] = float(entropy)
+        # verl reports `actor/entropy` over the whole batch, from the old-log-prob pass (none in
+        # bypass mode: the update's own, when it computes one).
+        if entropys is not None:
+            entropy = agg_loss(entropys, entropy_mask, plan.actor.loss_agg_mode)
+            reduced["actor/entropy"] = float(entropy)
         return {**reduced, **scalar_metrics}
 
     def _old_log_probs(self, batch: Batch, timings: dict[str, float]) -> torch.Tensor:
@@ -303,6 +312,8 @@ class Trainer(StepLoop):
             batch["token_level_rewards"] = rewards
         else:
             batch["token_level_rewards"] = scores
+        # verl's order: rollout correction after the in-reward KL, before the advantages.
+        metrics.update(correct_batch(batch, self.plan.rollout_correction))
         estimator_inputs: dict[str, Any] = {
             "index": batch.objects["uid"],
             "values": batch.tensors.get("values"),
@@ -333,7 +344,9 @@ class Trainer(StepLoop):
         return metrics
 
     # ---- helpers -----------------------------------------------------------------------------
-    def _generate(self, prompts: Batch, params: SamplingParams, stream: int) -> Batch:
+    def _generate(
+        self, prompts: Batch, params: SamplingParams, stream: int, log_probs: bool = False
+    ) -> Batch:
         if self.multi_turn is not None:
             return self.multi_turn.generate(prompts, params, stream)
         return generate_sharded(
@@ -346,6 +359,7 @@ class Trainer(StepLoop):
             eos_ids=self.c.rollout.eos_ids,
             pad_id=self.c.rollout.pad_id,
             mrope=MRopeSpec.of(self.c.actor.model.config),
+            log_probs=log_probs,
         )
 
     def _reward_model_scores(self, batch: Batch) -> list[float] | None:

@@ -81,6 +81,17 @@ COMPANIONS: dict[str, dict[str, Any]] = {
     "algorithm.norm_mean_type": {"algorithm.adv_estimator": "reinforce_plus_plus"},
     "algorithm.norm_std_type": {"algorithm.adv_estimator": "reinforce_plus_plus"},
     "data.custom_cls.name": {"data.custom_cls.path": "/data/my_dataset.py"},
+    # rollout correction: IS bounds count with IS on, rejection options with a threshold.
+    "algorithm.rollout_correction.rollout_is_": {
+        "algorithm.rollout_correction.rollout_is": "token"
+    },
+    "algorithm.rollout_correction.rollout_rs": {
+        "algorithm.rollout_correction.rollout_rs_threshold": 2.0
+    },
+    "algorithm.rollout_correction.rollout_rs_threshold": {
+        "algorithm.rollout_correction.rollout_rs": "token_k2",
+        "algorithm.rollout_correction.rollout_rs_threshold": 1.0,
+    },
     # DAPO's filter: its settings count once it is on (with a metric); gen_batch_size with it.
     "algorithm.filter_groups.": {
         "algorithm.filter_groups.enable": True,

@@ -20,6 +20,7 @@ SCHEMAS = {
     3: "617d3ad1d46047edfb62e747c8c31e02f62db2c24a15b10aef7cfcadaba3eec2",  # checkpoint_mirror
     4: "e20f48d049e730e0d710d2ab39d16f2d281c69bb18a3e40d59aa912210395427",  # DAPO filter_groups
     5: "9a7b20a9cf99c83aab90be89fe45f9338ba16ad716e56c0219484a25f71cd297",  # loss parameters
+    6: "f1e3d3e71eee0715b3b2daac2d078c09203baa22e5cd3bda06b70140bb1c76c1",  # rollout_correction
 }
 
 
