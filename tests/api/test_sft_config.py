@@ -82,7 +82,7 @@ def _sft(**changes: Any) -> dict[str, Any]:
     ("key", "value", "path"),
     [
         ("data__tools_key", "functions", "data.tools_key"),
-        ("trainer__default_hdfs_dir", "hdfs://x", "trainer.default_hdfs_dir"),
+        ("trainer__default_hdfs_dir", "ftp://x/y", "trainer.default_hdfs_dir"),
         ("model__enable_activation_offload", True, "model.enable_activation_offload"),
         ("model__use_liger", True, "model.use_liger"),
         ("trainer__logger", ["console", "neptune"], "trainer.logger"),
@@ -211,6 +211,7 @@ def test_kuberl_keys_sft_lists_the_sft_registry(capsys):
     by_key = {r["key"]: r for r in rows}
     assert by_key["data.max_length"]["fate"] == "honoured"
     assert by_key["data.max_length"]["default"] == 1024
-    assert by_key["trainer.default_hdfs_dir"]["fate"] == "refused"
+    assert by_key["trainer.default_hdfs_dir"]["fate"] == "honoured"  # the checkpoint mirror
+    assert by_key["data.tools_key"]["fate"] == "refused"
     assert main(["keys", "--sft", "data.tools"]) == 0
     assert "data.tools_key" in capsys.readouterr().out

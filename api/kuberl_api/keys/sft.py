@@ -103,7 +103,7 @@ _OWN = [
         accepts=LOGGERS,
         fix=f"kuberl logs to {', '.join(LOGGERS)}; remove the others",
     ),
-    refused(T + "default_hdfs_dir", "HDFS upload is not supported; remove it"),
+    honoured(T + "default_hdfs_dir", SFT_PLAN),  # SFTTrainerPlan.checkpoint_mirror
     no_effect(T + "balance_batch", "verl's SFT trainer does not read it"),
     no_effect(T + "profile_interval", "profiling is not supported"),
     no_effect("profiler", "profiling is not supported"),

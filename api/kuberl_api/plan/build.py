@@ -7,7 +7,6 @@ key and every derived number is decided here, once; the runtime reads only the r
 
 import json
 import os
-import posixpath
 from typing import Any
 
 from kuberl_api.backend_config import BackendConfig
@@ -25,6 +24,8 @@ from kuberl_api.plan.common import (
 )
 from kuberl_api.plan.filter_groups import filter_groups_section, gen_batch_size
 from kuberl_api.plan.multi_turn import multi_turn_section
+from kuberl_api.plan.remote_inputs import paths_section
+from kuberl_api.plan.reward_judge import JudgePlan, is_generative, judge_section
 from kuberl_api.plan.rollout_correction import rollout_correction_section
 from kuberl_api.plan.run_plan import RunPlan
 from kuberl_api.plan.sections import (
@@ -66,6 +67,7 @@ def build_run_plan(effective: BackendConfig, af_output_dir: str | None = None) -
         critic=critic_section(effective.critic, arr.model.path),
         reward_model=_reward_model(effective),
         reward_function=_reward_function(effective),
+        reward_judge=_reward_judge(effective),
         algorithm=_algorithm(effective),
         rollout_correction=rollout_correction_section(effective),
         trainer=_trainer(effective),
@@ -92,12 +94,21 @@ def _placement(cfg: BackendConfig) -> PlacementPlan:
 def _paths(cfg: BackendConfig, af_output_dir: str | None) -> PathsPlan:
     checkpoint_dir = os.path.abspath(cfg.trainer.default_local_dir or "checkpoints")
     output_dir = os.path.abspath(af_output_dir) if af_output_dir else checkpoint_dir
-    return PathsPlan(
-        output_dir=output_dir,
-        checkpoint_dir=checkpoint_dir,
-        logs_dir=posixpath.join(output_dir, "logs"),
-        hf_export_dir=posixpath.join(output_dir, "huggingface"),
-    )
+    return paths_section(checkpoint_dir, output_dir, _input_urls(cfg))
+
+
+def _input_urls(cfg: BackendConfig) -> list[str]:
+    """The keys that may name a remote model or data file (verl reads them from HDFS too)."""
+    data, rm = cfg.data, cfg.reward_model
+    return [
+        cfg.actor_rollout_ref.model.path,
+        data.tokenizer or "",
+        *file_list(data.train_files),
+        *file_list(data.val_files),
+        cfg.critic.model.path or "",
+        rm.model.path or "",
+        rm.model.input_tokenizer or "",
+    ]
 
 
 def _data(cfg: BackendConfig) -> DataPlan:
@@ -291,6 +302,13 @@ def _reward_model(cfg: BackendConfig) -> RewardModelPlan:
         input_tokenizer=rm.model.input_tokenizer or "",
         fsdp_config=fsdp_section(rm.model.fsdp_config, trained=False),
     )
+
+
+def _reward_judge(cfg: BackendConfig) -> JudgePlan | None:
+    rm = cfg.reward_model
+    if not is_generative(rm.enable, cfg.custom_reward_function.path, rm.rollout):
+        return None
+    return judge_section(rm.rollout, rm.model.path or "")
 
 
 def _reward_function(cfg: BackendConfig) -> RewardFunctionPlan:

@@ -34,6 +34,12 @@ class PlacementPlan(Frozen):
     nccl_timeout: int
 
 
+class RemoteInputPlan(Frozen):
+    url: str
+    local_path: str
+    """Under input_cache_dir (the path itself for file://): the runtime reads this copy."""
+
+
 class PathsPlan(Frozen):
     """Absolute paths of a run's outputs."""
 
@@ -42,6 +48,11 @@ class PathsPlan(Frozen):
     checkpoint_dir: str
     logs_dir: str
     hf_export_dir: str
+    input_cache_dir: str
+    """Where remote models and data are downloaded: ``<output_dir>/cache/inputs``."""
+    remote_inputs: list[RemoteInputPlan]
+    """Every model/data URL of the run with its local copy. Empty: all inputs are local paths
+    or hub ids (read as they are)."""
 
 
 class CustomClassPlan(Frozen):

@@ -17,6 +17,7 @@ from kuberl_api.plan.common import (
     model_section,
     optim_section,
 )
+from kuberl_api.plan.remote_inputs import paths_section
 from kuberl_api.plan.sections import (
     CheckpointPlan,
     Frozen,
@@ -27,6 +28,7 @@ from kuberl_api.plan.sections import (
     PlacementPlan,
 )
 from kuberl_api.plan.version import PLAN_VERSION, check_plan_version
+from kuberl_api.storage import mirror_url
 
 SFT_JOB_TYPE = "sft"
 DEFAULT_NCCL_TIMEOUT = 600
@@ -65,6 +67,8 @@ class SFTTrainerPlan(Frozen):
     max_ckpt_to_keep: int
     """0: keep every checkpoint."""
     seed: int
+    checkpoint_mirror: str
+    """trainer.default_hdfs_dir as a URL (as RL's TrainerPlan.checkpoint_mirror). Empty: none."""
 
 
 class SFTPlan(Frozen):
@@ -120,7 +124,7 @@ def build_sft_plan(cfg: SFTConfig, af_output_dir: str | None = None) -> SFTPlan:
             sp_size=sp,
             nccl_timeout=DEFAULT_NCCL_TIMEOUT,
         ),
-        paths=_paths(local, af_output_dir),
+        paths=_paths(local, af_output_dir, _input_urls(cfg)),
         data=_data(cfg),
         model=model_section(cfg.model),
         use_remove_padding=cfg.model.use_remove_padding,
@@ -140,20 +144,28 @@ def build_sft_plan(cfg: SFTConfig, af_output_dir: str | None = None) -> SFTPlan:
             resume_from_path=trainer.resume_from_path or "",
             max_ckpt_to_keep=trainer.max_ckpt_to_keep or 0,
             seed=trainer.seed,
+            checkpoint_mirror=mirror_url(trainer.default_hdfs_dir)
+            if trainer.default_hdfs_dir
+            else "",
         ),
         source=json.loads(cfg.model_dump_json()),
     )
 
 
-def _paths(checkpoint_root: str, af_output_dir: str | None) -> PathsPlan:
+def _paths(checkpoint_root: str, af_output_dir: str | None, inputs: list[str]) -> PathsPlan:
     checkpoint_dir = os.path.abspath(checkpoint_root)
     output_dir = os.path.abspath(af_output_dir) if af_output_dir else checkpoint_dir
-    return PathsPlan(
-        output_dir=output_dir,
-        checkpoint_dir=checkpoint_dir,
-        logs_dir=posixpath.join(output_dir, "logs"),
-        hf_export_dir=posixpath.join(output_dir, "huggingface"),
-    )
+    return paths_section(checkpoint_dir, output_dir, inputs)
+
+
+def _input_urls(cfg: SFTConfig) -> list[str]:
+    model = cfg.model
+    return [
+        model.path,
+        model.tokenizer_path or "",
+        *file_list(cfg.data.train_files),
+        *file_list(cfg.data.val_files),
+    ]
 
 
 def _data(cfg: SFTConfig) -> SFTDataPlan:

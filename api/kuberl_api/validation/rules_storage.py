@@ -5,6 +5,9 @@
   warning, the copy stays on the saving pod's disk unless that path is mounted).
   ``trainer.resume_from_path`` is a local step directory: a URL there is refused with the way
   that works (the mirror and ``resume_mode: auto``).
+* Model and data paths (``model.path``, ``data.train_files``/``val_files``, ``data.tokenizer``,
+  the critic's and reward model's paths) may be URLs of those schemes too: the runtime
+  downloads them into the input cache before the ranks load anything (``plan/remote_inputs``).
 * In an RLTrainingJob, a URL of a scheme that needs credentials needs them named:
   ``spec.storage.credentials.secretRef`` (the Secret's keys become the ranks' environment).
 * A job on more than one node needs its checkpoints where every node and every later attempt
@@ -15,6 +18,7 @@
 from __future__ import annotations
 
 from kuberl_api.backend_config import BackendConfig
+from kuberl_api.backend_config.sft import SFTConfig
 from kuberl_api.job import RLTrainingJobSpec
 from kuberl_api.storage import SCHEMES, is_local_path, is_url, scheme_of, url_problem
 from kuberl_api.validation.problems import Problem, Severity, join_path
@@ -30,16 +34,79 @@ def check_storage(
     mirror = trainer.default_hdfs_dir or ""
     mirror_key = join_path(bc, "trainer", "default_hdfs_dir")
     if mirror:
-        problems += _url_problems(mirror, mirror_key, required=True)
+        problems += url_problems(mirror, mirror_key, required=True)
     resume = trainer.resume_from_path or ""
     if is_url(resume):
         problems.append(_resume_url(resume, join_path(bc, "trainer", "resume_from_path")))
+    inputs = [(k, v) for k, v in input_paths(cfg, bc) if is_url(v)]
+    problems += check_input_urls(inputs)
     if spec is not None:
         urls = [(mirror_key, mirror)] if is_url(mirror) else []
-        problems += _credentials_named(spec, prefix, urls)
+        urls += inputs
+        problems += credentials_named(spec, prefix, urls)
         nodes = sum(pool.nodes for pool in spec.worker_pools)
         problems += _multi_node_outputs(spec, prefix, is_url(mirror), nodes)
     return problems
+
+
+def check_sft_urls(cfg: SFTConfig, sft: str) -> list[Problem]:
+    """As ``check_storage`` for an SFT config: its mirror and its model and data URLs."""
+    mirror = cfg.trainer.default_hdfs_dir or ""
+    mirror_key = join_path(sft, "trainer", "default_hdfs_dir")
+    problems = url_problems(mirror, mirror_key, required=True) if mirror else []
+    return problems + check_input_urls(sft_input_paths(cfg, sft))
+
+
+def check_sft_credentials(
+    cfg: SFTConfig, sft: str, spec: RLTrainingJobSpec, prefix: str
+) -> list[Problem]:
+    mirror = cfg.trainer.default_hdfs_dir or ""
+    urls = [(join_path(sft, "trainer", "default_hdfs_dir"), mirror)] if is_url(mirror) else []
+    return credentials_named(spec, prefix, urls + sft_input_paths(cfg, sft))
+
+
+def check_input_urls(inputs: list[tuple[str, str]]) -> list[Problem]:
+    """Model and data URLs (keys with their values) whose scheme kuberl reads."""
+    problems = []
+    for key, url in inputs:
+        why = url_problem(url) if is_url(url) else None
+        if why is not None:
+            fix = f"write {URL_FORMS}, a mounted path or a hub id"
+            problems.append(Problem(key, why, fix, url))
+    return problems
+
+
+def sft_input_paths(cfg: SFTConfig, prefix: str) -> list[tuple[str, str]]:
+    """An SFT config's model and data keys that may name a URL, with their values."""
+    found = [(join_path(prefix, "model", "path"), cfg.model.path)]
+    if cfg.model.tokenizer_path:
+        found.append((join_path(prefix, "model", "tokenizer_path"), cfg.model.tokenizer_path))
+    found += _files(cfg.data.train_files, join_path(prefix, "data", "train_files"))
+    found += _files(cfg.data.val_files, join_path(prefix, "data", "val_files"))
+    return [(k, v) for k, v in found if is_url(v)]
+
+
+def _files(files: str | list[str] | None, key: str) -> list[tuple[str, str]]:
+    if isinstance(files, str):
+        return [(key, files)]
+    return [(f"{key}[{i}]", value) for i, value in enumerate(files or [])]
+
+
+def input_paths(cfg: BackendConfig, bc: str) -> list[tuple[str, str]]:
+    """The model and data keys that may name a URL (downloaded before the ranks start), with
+    their values; data.tokenizer only when it is not the model path it defaults to."""
+    arr, data, rm = cfg.actor_rollout_ref, cfg.data, cfg.reward_model
+    found = [(join_path(bc, "actor_rollout_ref", "model", "path"), arr.model.path)]
+    if data.tokenizer and data.tokenizer != arr.model.path:
+        found.append((join_path(bc, "data", "tokenizer"), data.tokenizer))
+    found += _files(data.train_files, join_path(bc, "data", "train_files"))
+    found += _files(data.val_files, join_path(bc, "data", "val_files"))
+    found.append((join_path(bc, "critic", "model", "path"), cfg.critic.model.path or ""))
+    found.append((join_path(bc, "reward_model", "model", "path"), rm.model.path or ""))
+    found.append(
+        (join_path(bc, "reward_model", "model", "input_tokenizer"), rm.model.input_tokenizer or "")
+    )
+    return found
 
 
 def _resume_url(value: str, key: str) -> Problem:
@@ -53,7 +120,7 @@ def _resume_url(value: str, key: str) -> Problem:
     )
 
 
-def _url_problems(value: str, key: str, required: bool) -> list[Problem]:
+def url_problems(value: str, key: str, required: bool) -> list[Problem]:
     if not is_url(value):
         if not required:
             return []
@@ -83,17 +150,19 @@ def _url_problems(value: str, key: str, required: bool) -> list[Problem]:
     return [Problem(key, why, f"write {URL_FORMS}", value)]
 
 
-def _credentials_named(
+def credentials_named(
     spec: RLTrainingJobSpec, prefix: str, urls: list[tuple[str, str]]
 ) -> list[Problem]:
     credentials = spec.storage.credentials
     if credentials is not None:
         return []
     problems = []
+    seen: set[str] = set()
     for key, url in urls:
         scheme = SCHEMES.get(scheme_of(url))
-        if scheme is None or not scheme.needs_credentials:
+        if scheme is None or not scheme.needs_credentials or url in seen:
             continue
+        seen.add(url)
         names = ", ".join(scheme.credential_env)
         problems.append(
             Problem(

@@ -29,6 +29,7 @@ from kuberl_api.validation.nulls import drop_unset_in
 from kuberl_api.validation.problems import Problem, join_path
 from kuberl_api.validation.rules_placement import check_checkpoint_dir, check_pools
 from kuberl_api.validation.rules_start import check_fsdp_size, check_lora_adapter
+from kuberl_api.validation.rules_storage import check_sft_credentials, check_sft_urls
 from kuberl_api.validation.rules_switches import HYDRA_TARGET, strip_hydra_targets
 from kuberl_api.validation.schema_errors import problems_from_validation_error
 
@@ -72,6 +73,7 @@ def validate_sft_tree(
     except ValidationError as err:
         return None, problems + problems_from_validation_error(err, SFTConfig, prefix), []
     _fill_placement(parsed, pools)
+    problems += check_sft_urls(parsed, prefix)
     problems += _check_batches(parsed, prefix)
     problems += check_lora_adapter(parsed.model, join_path(prefix, "model"))
     world = (parsed.trainer.nnodes or 1) * (parsed.trainer.n_gpus_per_node or 1)
@@ -178,6 +180,7 @@ def _validate_manifest(doc: Document, tree: Any, prefix: str, allow_env: bool) -
         spec.sft_config = cfg
         out.problems += check_checkpoint_dir(cfg, prefix, spec.af_output_dir)
         out.problems += check_pools(spec, doc.prefix)
+        out.problems += check_sft_credentials(cfg, prefix, spec, doc.prefix)
     if not any(p.is_error for p in out.problems):
         out.config, out.spec, out.output = cfg, spec, spec.af_output_dir if spec else None
     return out

@@ -20,6 +20,8 @@ from kuberl_runtime.config import RunConfig
 from kuberl_runtime.device import resolve_device, threads_per_rank
 from kuberl_runtime.distributed import init_distributed, shutdown_distributed
 from kuberl_runtime.dryrun.from_plan import JobDoesNotFit, check_memory_plan
+from kuberl_runtime.initializer import initialize_inputs
+from kuberl_runtime.reporting.k8s import initializer_heartbeat
 from kuberl_runtime.tracking.progress import progress_reporter_from_env
 from kuberl_runtime.trainer.preemption import EXIT_CODE as PREEMPTED_EXIT_CODE
 from kuberl_runtime.trainer.preemption import Preempted
@@ -34,7 +36,9 @@ def run_worker(run: RunConfig) -> None:
     transformers.utils.logging.disable_progress_bar()  # the console tracker owns the terminal
     # FSDP2 warns that HF heads return views; nothing here modifies model outputs in place.
     warnings.filterwarnings("ignore", message=r"FSDP2-wrapped module .* returned a view tensor")
-    plan = run.plan
+    # Remote models and data into the input cache, before anything reads them.
+    plan = initialize_inputs(run.plan, initializer_heartbeat())
+    run = RunConfig(plan)
     device = resolve_device(plan.placement.device)
     if not isinstance(plan, SFTPlan) and os.environ.get("RANK", "0") == "0":
         # Fail fast, before the process group and any weight (the others wait in its rendezvous).

@@ -78,6 +78,23 @@ class StatusReporter:
     def on_finish(self, *, step: int, exported_model: str | None) -> None:
         self._send_progress(step, None, {}, force=True)
 
+    def on_initializing(self, done_bytes: int, total_bytes: int) -> None:
+        """The model/data initializer's heartbeat: step 0, the bytes copied so far."""
+        now = self._clock()
+        if done_bytes < total_bytes and now - self._last_sent < self._min_interval:
+            return
+        self._last_sent = now
+        progress = {
+            "globalStep": 0,
+            "lastUpdateTime": _timestamp(now),
+            "metrics": {
+                "initializer/copied_bytes": float(done_bytes),
+                "initializer/total_bytes": float(total_bytes),
+            },
+        }
+        model = Progress.model_validate(progress)
+        self._send({"progress": model.model_dump(by_alias=True, exclude_none=True)})
+
     def _send_progress(
         self, step: int, total_steps: int | None, metrics: Mapping[str, float], force: bool
     ) -> None:
@@ -134,6 +151,12 @@ def status_reporter_from_env(environ: Mapping[str, str] | None = None) -> Status
         )
 
     return StatusReporter(patch)
+
+
+def initializer_heartbeat() -> Callable[[int, int], None] | None:
+    """Where the initializer reports its bytes copied: the job's status, in a cluster."""
+    reporter = status_reporter_from_env()
+    return reporter.on_initializing if reporter is not None else None
 
 
 def _api_client(env: Mapping[str, str]) -> Any:

@@ -23,7 +23,8 @@ import torch.distributed as dist
 from kuberl_api.plan.sft import SFTPlan
 from kuberl_runtime.checkpoint.contents import Contents
 from kuberl_runtime.checkpoint.export import export_hf_model, write_hf_metadata
-from kuberl_runtime.checkpoint.manager import CheckpointManager, TrainState
+from kuberl_runtime.checkpoint.manager import TrainState
+from kuberl_runtime.checkpoint.mirrored import checkpoint_manager
 from kuberl_runtime.engine.logprob import forward_responses
 from kuberl_runtime.engine.micro import MicroBatching
 from kuberl_runtime.engine.model_builder import build_causal_lm, model_device
@@ -55,9 +56,10 @@ class SFTTrainer(StepLoop):
         )
         checkpoint = self.plan.checkpoint
         contents = Contents(tuple(checkpoint.save_contents), tuple(checkpoint.load_contents))
-        self.checkpoints = CheckpointManager(
+        self.checkpoints = checkpoint_manager(
             components.run.checkpoint_dir,
             components.ranks,
+            self.plan.trainer.checkpoint_mirror,
             self.plan.trainer.max_ckpt_to_keep or None,
             {"actor": contents},
         )

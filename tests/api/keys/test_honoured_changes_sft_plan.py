@@ -37,6 +37,7 @@ COMPANIONS: dict[str, dict[str, Any]] = {
     "optim.num_cycles": {"optim.lr_scheduler_type": "cosine"},  # cosine's
     "optim.min_lr_ratio": {"optim.lr_scheduler_type": "cosine"},
     "trainer.total_epochs": {"trainer.total_training_steps": None},  # steps win when set
+    "trainer.default_hdfs_dir": {"trainer.default_hdfs_dir": "s3://bucket/ckpt"},  # a URL
     "trainer.resume_from_path": {
         "trainer.resume_mode": "resume_path",
         "trainer.resume_from_path": "/ckpt/global_step_5",  # required in that mode
