@@ -9,6 +9,7 @@ from typing import Any
 
 from kuberl_runtime.rewards.gsm8k import compute_score
 from kuberl_runtime.tools.base import tool_name
+from kuberl_runtime.tools.sandbox_tool import PythonSandboxTool
 
 _BINARY = {
     ast.Add: operator.add,
@@ -155,6 +156,7 @@ class Gsm8kTool:
 BUILTIN_CLASSES: dict[str, type] = {
     "kuberl.tools.calculator": CalculatorTool,
     "kuberl.tools.gsm8k": Gsm8kTool,
+    "kuberl.tools.python_sandbox": PythonSandboxTool,
     "verl.tools.gsm8k_tool.Gsm8kTool": Gsm8kTool,
 }
 """``class_name`` values that name a built-in tool (verl's own GSM8K class path included)."""
