@@ -14,13 +14,6 @@ from kuberl_operator import kueue
 from kuberl_operator.builders import build_submission
 from kuberl_operator.cluster_health import cluster_health
 from kuberl_operator.config import OperatorConfig
-from kuberl_operator.deadlines import (
-    Overdue,
-    ProgressSettings,
-    StepClock,
-    no_progress,
-    pre_running_overdue,
-)
 from kuberl_operator.failures import (
     Failure,
     FailureClass,
@@ -30,12 +23,14 @@ from kuberl_operator.failures import (
 )
 from kuberl_operator.hostnet_head import head_ports, host_network_dashboard
 from kuberl_operator.kube import Kube
+from kuberl_operator.liveness import Liveness
 from kuberl_operator.metrics import Metrics
 from kuberl_operator.names import head_service_url, raycluster_name, submission_id
 from kuberl_operator.provisioning import create_cluster, pod_creation_failure
 from kuberl_operator.ray_auth import RayAuth, unlocked_head
 from kuberl_operator.ray_jobs import DashboardUnavailable, RayJobsClient, SubmissionRejected
 from kuberl_operator.state import JobState
+from kuberl_operator.waits import queue_overdue, stale_owner_overdue
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +52,7 @@ class AttemptDriver:
         self.ray_client = ray_client
         self.ray_auth = RayAuth.load(config.ray_token_key_file, config.dashboard_token_file)
         self._unreachable_since: dict[str, datetime] = {}
-        self._first_step_seen: set[str] = set()
-        self.step_clock = StepClock(ProgressSettings(config.progress_deadline_floor))
+        self.liveness = Liveness(config, metrics)
 
     def _client(self, state: JobState, attempt: Attempt) -> RayJobsClient:
         url = self.dashboard_url(state, attempt.ray_cluster or "")
@@ -118,7 +112,7 @@ class AttemptDriver:
     def drive(self, state: JobState, attempt: Attempt) -> None:
         """Move the active attempt one step: provision, submit, or poll."""
         assert attempt.ray_cluster
-        self._track_progress(state, attempt)
+        self.liveness.track(state, attempt)
         namespace = state.ref.namespace
         raycluster = self.kube.get_raycluster(namespace, attempt.ray_cluster)
         if raycluster is None:
@@ -129,9 +123,11 @@ class AttemptDriver:
             return
         owner = (raycluster["metadata"].get("ownerReferences") or [{}])[0].get("uid")
         if owner != state.ref.uid:
-            state.set_phase("Provisioning", f"waiting for a stale {attempt.ray_cluster} to go")
+            seconds = self.config.waits.stale_owner_seconds
+            if failure := stale_owner_overdue(state, attempt, seconds):
+                self.fail(state, attempt, failure, owns_cluster=False)  # never another's
             return
-        if kueue.managed(raycluster) and kueue.observe(state, attempt, raycluster, self.stop):
+        if self._kueue_holds(state, attempt, raycluster):
             return
         self._observe_cluster(state, attempt, raycluster)
         if not state.submitted(attempt) and (refused := pod_creation_failure(raycluster)):
@@ -146,48 +142,9 @@ class AttemptDriver:
         self._enforce_deadlines(state, attempt)
 
     def _enforce_deadlines(self, state: JobState, attempt: Attempt) -> None:
-        if attempt.result != "Running":
-            return
-        policy = state.run_policy
-        ray_job = state.status.ray_job if state.submitted(attempt) else None
-        overdue: Overdue | None
-        if ray_job is None or ray_job.status in (None, "PENDING"):
-            ready = cond.get_condition(state.status, cond.CLUSTER_READY)
-            if ready is not None and ready.status != "True":
-                waiting = f"RayCluster not ready ({ready.reason}: {ready.message})"
-            else:
-                waiting = f"Ray job {ray_job.status if ray_job else 'not submitted'}"
-            since = cond.parse_time(attempt.start_time)
-            admitted = cond.get_condition(state.status, cond.ADMITTED)
-            if admitted is not None and admitted.status == "True":
-                since = max(filter(None, (since, cond.parse_time(admitted.last_transition_time))))
-            overdue = pre_running_overdue(policy, since, state.now, waiting)
-        else:
-            running = cond.get_condition(state.status, cond.RUNNING)
-            running_since = (
-                cond.parse_time(running.last_transition_time)
-                if running is not None and running.status == "True"
-                else None
-            )
-            overdue = no_progress(
-                policy,
-                self.step_clock,
-                _clock_key(state, attempt),
-                self._heartbeat(state, attempt),
-                running_since,
-                state.now,
-            )
-        if overdue is not None:
+        if (overdue := self.liveness.overdue(state, attempt)) is not None:
             self._stop_ray_job(state, attempt)
             self.fail(state, attempt, Failure(overdue.reason, overdue.message, _INFRA))
-
-    def _heartbeat(self, state: JobState, attempt: Attempt) -> datetime | None:
-        progress = state.status.progress
-        updated = cond.parse_time(progress.last_update_time) if progress else None
-        started = cond.parse_time(attempt.start_time)
-        if updated is None or started is None or updated < started:
-            return None
-        return updated
 
     def _create_cluster(self, state: JobState, attempt: Attempt) -> None:
         assert attempt.ray_cluster
@@ -196,8 +153,20 @@ class AttemptDriver:
         )
         if failure is not None:
             self.fail(state, attempt, failure)
-        elif kueue.managed(body):
-            kueue.observe(state, attempt, body, self.stop)
+        else:
+            self._kueue_holds(state, attempt, body)
+
+    def _kueue_holds(self, state: JobState, attempt: Attempt, raycluster: dict) -> bool:
+        """Kueue holds the cluster (queued, or evicted); a hold past its deadline fails."""
+        if not kueue.managed(raycluster) or not kueue.observe(
+            state, attempt, raycluster, self.stop
+        ):
+            return False
+        seconds = self.config.waits.queue_seconds
+        held = attempt.result == "Running"
+        if held and (failure := queue_overdue(state, attempt, seconds)):
+            self.fail(state, attempt, failure)
+        return True
 
     def _observe_cluster(self, state: JobState, attempt: Attempt, raycluster: dict) -> None:
         pods = self.kube.list_pods(state.ref.namespace, f"ray.io/cluster={attempt.ray_cluster}")
@@ -302,31 +271,13 @@ class AttemptDriver:
             failure = classify_ray_failure(info, client.logs_tail(sid))
             self.fail(state, attempt, failure)
 
-    def _track_progress(self, state: JobState, attempt: Attempt) -> None:
-        progress = state.status.progress
-        if progress is None:
-            return
-        self.metrics.global_step.labels(state.ref.namespace, state.ref.name).set(
-            progress.global_step
-        )
-        updated = cond.parse_time(progress.last_update_time)
-        started = cond.parse_time(attempt.start_time)
-        if updated is None or started is None or updated < started:
-            return
-        attempt.last_step = progress.global_step
-        self.step_clock.observe(_clock_key(state, attempt), progress.global_step, updated)
-        key = f"{state.ref.uid}/{attempt.index}"
-        if key not in self._first_step_seen:
-            self._first_step_seen.add(key)
-            self.metrics.time_to_first_step.observe((updated - started).total_seconds())
-
     # --- end -------------------------------------------------------------------------------
 
     def stop(self, state: JobState, attempt: Attempt, reason: str) -> None:
         """Stop the attempt on purpose (suspend, deadline): not a failure, no retry budget."""
         self._stop_ray_job(state, attempt)
         attempt.result, attempt.reason, attempt.end_time = "Stopped", reason, state.timestamp()
-        self.step_clock.forget(_clock_key(state, attempt))
+        self.liveness.forget(state, attempt)
         state.event("Normal", "AttemptStopped", f"attempt {attempt.index} stopped: {reason}")
 
     def _stop_ray_job(self, state: JobState, attempt: Attempt) -> None:
@@ -338,9 +289,11 @@ class AttemptDriver:
         except DashboardUnavailable as err:
             log.warning("could not stop %s: %s", attempt.submission_id, err)
 
-    def fail(self, state: JobState, attempt: Attempt, failure: Failure) -> None:
+    def fail(
+        self, state: JobState, attempt: Attempt, failure: Failure, owns_cluster: bool = True
+    ) -> None:
         status = state.status
-        self.step_clock.forget(_clock_key(state, attempt))
+        self.liveness.forget(state, attempt)
         attempt.result, attempt.end_time = "Failed", state.timestamp()
         attempt.reason, attempt.message = failure.reason, failure.message[:1000]
         attempt.failure_class = failure.cls.value
@@ -374,15 +327,11 @@ class AttemptDriver:
             "BackoffWaiting",
             f"restart {status.restarts}/{state.run_policy.backoff_limit} in {delay:.0f}s",
         )
-        if attempt.ray_cluster:
+        if attempt.ray_cluster and owns_cluster:
             self.kube.delete_raycluster(state.ref.namespace, attempt.ray_cluster)
 
 
 _INFRA = FailureClass.INFRA
-
-
-def _clock_key(state: JobState, attempt: Attempt) -> str:
-    return f"{state.ref.uid}/{attempt.index}"
 
 
 def _ms_to_iso(millis: int | None) -> str | None:

@@ -2,7 +2,9 @@
 
 import argparse
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from kuberl_operator.waits import WaitDeadlines
 
 DEFAULT_IMAGE = "ghcr.io/kuberl/runtime-cuda:0.1.0"
 LOG_FORMATS = ("plain", "full", "json")
@@ -54,6 +56,8 @@ class OperatorConfig:
     """The Lease operators take before acting (leader.py); `none`: act without one."""
     leader_election_namespace: str | None = None
     """Where that Lease lives; default the operator's namespace."""
+    waits: WaitDeadlines = field(default_factory=WaitDeadlines)
+    """The default end of every wait (waits.py)."""
 
 
 def _env(name: str, default: str | None = None) -> str | None:

@@ -4,8 +4,9 @@
   (queue time is not the job's fault), until the Ray job reports RUNNING.
 * ``progressDeadlineSeconds``: the longest silence between two progress heartbeats of a running
   attempt. Unset, it is derived: ``multiplier`` × the median seconds per step observed in this
-  attempt, never below ``floor``; armed only once the attempt has sent a heartbeat, because the
-  first step (model load, engine start-up) has no history to compare with. ``0`` disables it.
+  attempt, never below ``floor``; before the attempt's first heartbeat the operator's startup
+  deadline applies instead (model load, engine start-up have no history to compare with).
+  ``0`` disables it. Heartbeat times are the operator's own (liveness.py).
 """
 
 from collections import deque
@@ -25,9 +26,14 @@ class Overdue:
 
 
 def pre_running_overdue(
-    policy: RunPolicy, since: datetime | None, now: datetime, waiting_for: str
+    policy: RunPolicy,
+    since: datetime | None,
+    now: datetime,
+    waiting_for: str,
+    default: float | None = None,
 ) -> Overdue | None:
-    deadline = policy.pre_running_deadline_seconds
+    """Past the job's preRunningDeadlineSeconds, or the operator's ``default`` when it sets none."""
+    deadline = policy.pre_running_deadline_seconds or default
     if not deadline or since is None:
         return None
     waited = (now - since).total_seconds()
@@ -35,9 +41,15 @@ def pre_running_overdue(
         return None
     message = (
         f"the Ray job was not running {waited:.0f}s after the attempt started "
-        f"(preRunningDeadlineSeconds={deadline}); last state: {waiting_for}"
+        f"({_pre_running_basis(policy, deadline)}); last state: {waiting_for}"
     )
     return Overdue("PreRunningDeadlineExceeded", message)
+
+
+def _pre_running_basis(policy: RunPolicy, deadline: float) -> str:
+    if policy.pre_running_deadline_seconds:
+        return f"preRunningDeadlineSeconds={policy.pre_running_deadline_seconds}"
+    return f"the operator's default pre-running deadline {deadline:.0f}s"
 
 
 @dataclass(frozen=True)
@@ -87,20 +99,35 @@ def no_progress(
     last_heartbeat: datetime | None,
     running_since: datetime | None,
     now: datetime,
+    first_heartbeat_seconds: float | None = None,
 ) -> Overdue | None:
-    """A running attempt silent for longer than its progress deadline, explained."""
+    """A running attempt silent for longer than its progress deadline, explained.
+
+    Before the first heartbeat an explicit deadline counts from RUNNING; a derived one waits
+    ``first_heartbeat_seconds`` from RUNNING (model load, engine start-up), None: for ever.
+    """
     deadline = clock.deadline(policy, key)
     if deadline is None:
         return None
-    # A derived deadline waits for the first heartbeat; an explicit one counts from RUNNING.
     since = last_heartbeat
-    if since is None and policy.progress_deadline_seconds is not None:
+    startup = since is None and policy.progress_deadline_seconds is None
+    if since is None and (policy.progress_deadline_seconds is not None or first_heartbeat_seconds):
         since = running_since
     if since is None:
         return None
+    if startup:
+        assert first_heartbeat_seconds
+        deadline = max(deadline, first_heartbeat_seconds)
     silent = (now - since).total_seconds()
     if silent <= deadline:
         return None
+    if startup:
+        message = (
+            f"no progress heartbeat {silent:.0f}s after the Ray job started running (the "
+            f"operator's first-heartbeat deadline {deadline:.0f}s: a hang in start-up or model "
+            "load); stopping to resume"
+        )
+        return Overdue("NoProgress", message)
     step = clock.median_step_seconds(key)
     basis = (
         f"progressDeadlineSeconds={policy.progress_deadline_seconds}"

@@ -54,10 +54,14 @@ def test_a_ray_job_pending_too_long_is_stopped_and_failed(harness):
     assert harness.ray.stopped == ["grpo-1"]
 
 
-def test_without_the_field_a_pending_job_waits(harness):
+def test_without_the_field_the_operators_default_pre_running_deadline_applies(harness):
     harness.reconcile()
-    harness.advance(14 * 24 * 3600)
+    harness.advance(3600)
     assert harness.reconcile()["phase"] == "Provisioning"
+    harness.advance(2)
+    attempt = harness.reconcile()["attempts"][0]
+    assert attempt["reason"] == "PreRunningDeadlineExceeded"
+    assert "the operator's default pre-running deadline 3600s" in attempt["message"]
 
 
 def test_a_running_job_that_reached_running_in_time_is_not_failed(harness):
@@ -112,10 +116,37 @@ def test_progress_deadline_zero_turns_hang_detection_off(harness):
     assert harness.reconcile()["attempts"][0]["result"] == "Running"
 
 
-def test_a_derived_deadline_waits_for_the_first_heartbeat(harness):
+def test_before_the_first_heartbeat_the_startup_deadline_applies(harness):
     harness.run_until_running()
-    harness.advance(7 * 24 * 3600)  # model loading has no history to judge it by
+    harness.advance(3600)  # model loading has no history to judge it by: an hour
     assert harness.reconcile()["attempts"][0]["result"] == "Running"
+    harness.advance(2)
+    attempt = harness.reconcile()["attempts"][0]
+    assert attempt["reason"] == "NoProgress"
+    assert "first-heartbeat deadline 3600s" in attempt["message"]
+
+
+def test_a_heartbeat_in_the_future_does_not_hold_detection_off(harness):
+    harness.run_until_running()
+    harness.report_progress(1)
+    far = (harness.now + timedelta(days=365)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    harness.job["status"]["progress"]["lastUpdateTime"] = far
+    harness.reconcile()  # seen now, by the operator's clock
+    harness.advance(900)
+    assert harness.reconcile()["attempts"][0]["result"] == "Running"
+    harness.advance(2)
+    attempt = harness.reconcile()["attempts"][0]
+    assert attempt["reason"] == "NoProgress" and "(floor)" in attempt["message"]
+
+
+def test_a_changing_heartbeat_keeps_a_run_alive_whatever_its_timestamps(harness):
+    harness.run_until_running()
+    stamp = "2020-01-01T00:00:00Z"
+    for step in range(1, 30):  # a runtime whose clock is years behind, beating every 10 min
+        harness.report_progress(step)
+        harness.job["status"]["progress"]["lastUpdateTime"] = stamp
+        harness.advance(600)
+        assert harness.reconcile()["attempts"][0]["result"] == "Running"
 
 
 @pytest.mark.parametrize(
