@@ -155,7 +155,8 @@ class Reconciler:
         if attempt is None:
             if state.spec is None or not self._retry_due(state):
                 return
-            if not dependencies_allow_start(self.kube, state):  # spec.dependsOn (chaining.py)
+            missing = self.config.waits.missing_dependency_seconds
+            if not dependencies_allow_start(self.kube, state, missing):  # chaining.py
                 if state.terminal:
                     self._finished(state)
                 return

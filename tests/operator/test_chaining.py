@@ -95,3 +95,49 @@ def test_a_started_job_no_longer_looks_at_its_dependencies(chained):
     _set_dependency(chained, None)  # the SFT job was deleted after the GRPO job started
     status = chained.reconcile()
     assert status["phase"] == "Provisioning"
+
+
+def test_a_cycle_of_any_length_fails_naming_its_path(config):
+    harness = Harness(job("a", None, depends_on=["b"]), config)
+    harness.kube.jobs["b"] = job("b", "Pending", depends_on=["c"])
+    harness.kube.jobs["c"] = job("c", "Pending", depends_on=["x", "a"])
+    status = harness.reconcile()
+    assert status["phase"] == "Failed"
+    failed = harness.condition("Failed")
+    assert failed["reason"] == "DependencyCycle"
+    assert "a -> b -> c -> a" in failed["message"]
+    assert harness.kube.created == []
+
+
+def test_a_long_chain_without_a_cycle_just_waits(config):
+    harness = Harness(job("j0", None, depends_on=["j1"]), config)
+    for i in range(1, 100):
+        harness.kube.jobs[f"j{i}"] = job(f"j{i}", "Pending", depends_on=[f"j{i + 1}"])
+    assert harness.reconcile()["phase"] == "Pending"
+
+
+def test_a_recorded_success_survives_the_dependencys_deletion(config):
+    harness = Harness(job("grpo", None, depends_on=["sft", "rm"]), config)
+    harness.kube.jobs["sft"] = job("sft", "Succeeded")
+    harness.kube.jobs["rm"] = job("rm", "Running")
+    assert harness.reconcile()["phase"] == "Pending"
+    assert harness.condition("DependenciesSucceeded")["message"] == "seen Succeeded: sft"
+    del harness.kube.jobs["sft"]  # its ttlSecondsAfterFinished
+    harness.advance(7200)
+    assert harness.reconcile()["phase"] == "Pending"  # waits for rm only, past any deadline
+    harness.kube.jobs["rm"] = job("rm", "Succeeded")
+    assert harness.reconcile()["phase"] == "Provisioning"
+    assert harness.condition("DependenciesSucceeded")["message"] == "seen Succeeded: rm, sft"
+
+
+def test_a_dependency_that_never_existed_fails_after_the_deadline(chained):
+    chained.reconcile()
+    chained.advance(3600)
+    assert chained.reconcile()["phase"] == "Pending"
+    chained.advance(2)
+    status = chained.reconcile()
+    assert status["phase"] == "Failed"
+    failed = chained.condition("Failed")
+    assert failed["reason"] == "DependencyNotFound"
+    assert "RLTrainingJob sft not found 3600s" in failed["message"]
+    assert "remove it from spec.dependsOn" in failed["message"]
