@@ -15,7 +15,7 @@ from kuberl_api.job import Attempt, Phase, RLTrainingJobSpec, RLTrainingJobStatu
 from kuberl_api.platform import RunPolicy
 from kuberl_operator import conditions as cond
 from kuberl_operator.builders import JobRef
-from kuberl_operator.status_reader import read_status
+from kuberl_operator.status_reader import oversized_metrics, read_status
 
 MAX_ATTEMPTS = 10
 RUNTIME_OWNED = ("progress", "checkpoint")
@@ -45,12 +45,18 @@ class JobState:
     events: list[Event] = field(default_factory=list)
     untouched: set[str] = field(default_factory=set)
     """Status keys this operator does not know (a newer one wrote them): never rewritten."""
+    drop_metrics: bool = False
+    """``progress.metrics`` is over its cap: the next status write removes it."""
 
     @classmethod
     def read(cls, body: dict[str, Any], now: datetime) -> "JobState":
         meta = body["metadata"]
         raw = body.get("status") or {}
+        oversized = oversized_metrics(raw)
+        if oversized is not None:
+            raw = {**raw, "progress": {k: v for k, v in raw["progress"].items() if k != "metrics"}}
         status, problems, unknown = read_status(raw)
+        problems += [oversized] if oversized is not None else []
         state = cls(
             body=body,
             ref=JobRef(meta["name"], meta["namespace"], meta["uid"]),
@@ -59,6 +65,7 @@ class JobState:
             status=status,
             original=raw,
             untouched=unknown,
+            drop_metrics=oversized is not None,
         )
         state._report_readability(problems)
         return state
@@ -142,4 +149,6 @@ class JobState:
             before, after = self.original.get(key), new.get(key)
             if json.dumps(before, sort_keys=True) != json.dumps(after, sort_keys=True):
                 patch[key] = after
+        if self.drop_metrics:
+            patch["progress"] = {"metrics": None}  # a merge patch: removes only the metrics
         return patch

@@ -7,6 +7,7 @@ dropped (the operator rewrites its own, the runtime's are ignored until fixed); 
 timestamp that does not parse is ignored. Each becomes one line of the StatusReadable condition.
 """
 
+import json
 import types
 import typing
 from typing import Any
@@ -17,6 +18,31 @@ from kuberl_api.job import RLTrainingJobStatus
 from kuberl_operator import conditions as cond
 
 RUNTIME_TIMES = (("progress", "lastUpdateTime"), ("checkpoint", "lastSavedTime"))
+MAX_PROGRESS_METRICS = 64
+MAX_PROGRESS_METRICS_BYTES = 16 * 1024
+"""The runtime reports a few headline metrics; past these caps ``progress.metrics`` is removed
+from the job (a runaway or hostile runtime would otherwise grow the object until every status
+write fails)."""
+
+
+def oversized_metrics(raw: dict[str, Any]) -> str | None:
+    """Why ``status.progress.metrics`` is over its cap, or None."""
+    progress = raw.get("progress")
+    metrics = progress.get("metrics") if isinstance(progress, dict) else None
+    if not isinstance(metrics, dict):
+        return None
+    if len(metrics) > MAX_PROGRESS_METRICS:
+        return (
+            f"status.progress.metrics: {len(metrics)} entries, over the cap of "
+            f"{MAX_PROGRESS_METRICS} (removed)"
+        )
+    size = len(json.dumps(metrics, default=str))
+    if size > MAX_PROGRESS_METRICS_BYTES:
+        return (
+            f"status.progress.metrics: {size // 1024} KiB, over the cap of "
+            f"{MAX_PROGRESS_METRICS_BYTES // 1024} KiB (removed)"
+        )
+    return None
 
 
 def read_status(raw: dict[str, Any]) -> tuple[RLTrainingJobStatus, list[str], set[str]]:

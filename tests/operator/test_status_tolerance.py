@@ -54,3 +54,25 @@ def test_read_status_keeps_everything_well_formed() -> None:
     status, problems, unknown = read_status(raw)
     assert problems == [] and unknown == set()
     assert status.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) == raw
+
+
+def test_oversized_progress_metrics_are_removed_and_reported(harness: Any) -> None:
+    harness.run_until_running()
+    harness.report_progress(3)
+    harness.job["status"]["progress"]["metrics"] = {f"m/{i}": float(i) for i in range(5000)}
+    harness.advance(5)
+    status = harness.reconcile()
+    assert harness.kube.status_patches[-1]["progress"] == {"metrics": None}  # a merge patch
+    readable = harness.condition("StatusReadable")
+    assert readable["status"] == "False"
+    assert "status.progress.metrics: 5000 entries, over the cap of 64" in readable["message"]
+    assert status["phase"] == "Running"
+
+
+def test_a_few_headline_metrics_are_left_alone(harness: Any) -> None:
+    harness.run_until_running()
+    harness.report_progress(3)
+    harness.job["status"]["progress"]["metrics"] = {"actor/pg_loss": 0.1, "critic/score/mean": 1}
+    harness.reconcile()
+    assert all("progress" not in patch for patch in harness.kube.status_patches)
+    assert harness.status["progress"]["metrics"]["actor/pg_loss"] == 0.1
