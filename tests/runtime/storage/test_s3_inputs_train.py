@@ -1,9 +1,10 @@
 """GRPO on CPU whose model and training data are s3:// URLs on the real S3 server.
 
-The first run copies the model directory and the parquet file into the input cache under its
-output directory and trains; a second run on the same output directory copies nothing (the log
-says the cache holds them) and trains alike; a wrong credential stops the run before any
-training, naming the Secret and never its value.
+The first run (two ranks on one node: one copies, the other finds the copy current) copies the
+model directory and the parquet file into the input cache under its output directory and
+trains; a second run on the same output directory copies nothing (the log says the cache holds
+them) and trains alike; a wrong credential stops the run before any training, naming the Secret
+and never its value.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.runtime
 
 
 def remote_config(bucket: str, model_dir, out_dir):
-    config = base_config(model_dir, out_dir, total_training_steps=2)
+    config = base_config(model_dir, out_dir, total_training_steps=2, n_gpus_per_node=2)
     set_key(config, "actor_rollout_ref.model.path", f"s3://{bucket}/models/tiny")
     set_key(config, "data.train_files", f"s3://{bucket}/data/train.parquet")
     return config
@@ -42,7 +43,9 @@ def test_a_run_reads_its_model_and_data_from_s3_and_a_second_run_reuses_the_cach
 
     first = run_train(remote_config(s3_bucket, tiny_model_dir, out), tmp_path, env)
     assert first.returncode == 0, first.stderr[-3000:]
-    assert f"initializer: copying {model_url}" in first.stderr
+    # Two ranks on one node: one copies, the other waits on the lock and finds it current.
+    assert first.stderr.count(f"initializer: copying {model_url}") == 1
+    assert first.stderr.count(f"initializer: {model_url} is in the cache") == 1
     assert f"initializer: copying s3://{s3_bucket}/data/train.parquet" in first.stderr
     cached = out / "cache" / "inputs" / "s3" / s3_bucket / "models" / "tiny"
     assert sorted(p.name for p in cached.iterdir()) == sorted(
