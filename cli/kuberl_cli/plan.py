@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from kuberl_runtime.config import load_run_config
     from kuberl_runtime.dryrun import check_fit, format_report, model_config, plan_dry
     from kuberl_runtime.dryrun.from_plan import dry_run_input
+    from kuberl_runtime.dryrun.multi_turn import format_budget, turn_budget
 
     if args.accelerator is not None and args.accelerator not in MEMORY_GIB:
         known = ", ".join(sorted(MEMORY_GIB))
@@ -74,4 +75,27 @@ def run(args: argparse.Namespace) -> int:
         return 2
     report = plan_dry(dry_run_input(plan, config, accelerator), full_depth=args.full_depth)
     print(format_report(report))
-    return 0 if check_fit(report).fits else 1
+    budget = turn_budget(plan)
+    if budget is not None:
+        print(format_budget(budget))
+    return 0 if check_fit(report).fits and _reward_model_fits(plan, report) else 1
+
+
+def _reward_model_fits(plan: object, report: object) -> bool:
+    """The reward model's line, and whether it fits beside the trainer (dryrun/reward_model)."""
+    from kuberl_runtime.dryrun import check_fit
+    from kuberl_runtime.dryrun.reward_model import GiB, format_share, problems, share_of
+
+    verdict = check_fit(report)  # type: ignore[arg-type]
+    try:
+        share = share_of(plan, verdict.capacity_gib)  # type: ignore[arg-type]
+    except FileNotFoundError as err:
+        print(f"reward model not counted: {err}")
+        return True
+    if share is None:
+        return True
+    print(format_share(share))
+    found = problems(share, verdict, report.static_bytes / GiB)  # type: ignore[attr-defined]
+    for problem in found:
+        print(f"does not fit with the reward model: {problem}")
+    return not found
