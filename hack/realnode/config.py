@@ -72,8 +72,8 @@ def kubelet_config(
         "readOnlyPort": 0,
         "healthzBindAddress": "127.0.0.1",
         "healthzPort": healthz_port,
-        # The apiserver has no kubelet client certificate; the address is a /32 on `lo` that only
-        # this host routes to.
+        # The apiserver has no kubelet client certificate; the address lives in the node's own
+        # network namespace, which only this host routes to (netns.py).
         "authentication": {"anonymous": {"enabled": True}, "webhook": {"enabled": False}},
         "authorization": {"mode": "AlwaysAllow"},
         "cgroupDriver": "cgroupfs",

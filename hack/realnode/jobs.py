@@ -3,8 +3,9 @@
 Used by the real-pod tests and `make demo`. There is no registry, no pod-IP CNI and no
 kube-proxy here, so the job runs the imported CPU runtime image (never pulled) with
 `spec.network: hostNetwork`, every pod selects and tolerates the real node, and the runtime
-reaches the apiserver on 127.0.0.1 directly. Its files live in host directories served as
-PersistentVolumes (`host_volume`): the output at af_output_dir, the inputs read-only.
+dials the apiserver at 127.0.0.1 (the node's namespace relays it to the host's, netns.py).
+Its files live in host directories served as PersistentVolumes (`host_volume`): the output at
+af_output_dir, the inputs read-only.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def host_volume(name: str, namespace: str, path: str) -> list[dict[str, Any]]:
 
 def _env(api_port: int) -> dict[str, str]:
     return {
-        # No kube-proxy on this cluster: in-cluster clients dial the apiserver directly.
+        # No kube-proxy on this cluster: in-cluster clients dial 127.0.0.1, relayed (netns.py).
         "KUBERNETES_SERVICE_HOST": "127.0.0.1",
         "KUBERNETES_SERVICE_PORT": str(api_port),
         "HF_HUB_OFFLINE": "1",

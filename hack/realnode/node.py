@@ -1,13 +1,16 @@
 """Start and stop the real node: containerd, the images, and a kubelet named by its address.
 
-The node's address is a private /32 added to `lo` (10.254.x.y, from the cluster dir): not a
-loopback address, because Ray, KubeRay's probes and EndpointSlices all treat 127.0.0.1 as "not a
-node" (a Ray worker on a loopback node never turns Ready), yet reachable only from this host. The
-kubelet's name is that IP: a hostname override that parses as an IP becomes the node's
-InternalIP, so the apiserver reaches the kubelet (bound there) for logs and exec.
-Everything is recorded in DIR/realnode.json; `stop_real_node` stops exactly those PIDs, kills
-what is left in the node's own cgroup, unmounts whatever lies under its work dir and removes its
-cgroups. `leftovers` lists anything that survived (a test asserts it is empty).
+The node's address (10.254.x.y, from the cluster dir) lives in the node's own network namespace,
+never on a host interface: containerd, the kubelet and so every hostNetwork pod run there, the
+host routes to the address through a veth with a loopback source, and the apiserver is relayed
+into the namespace on 127.0.0.1 (netns.py says how and why). Not a loopback address, because
+Ray, KubeRay's probes and EndpointSlices all treat 127.x as "not a node" (a Ray worker on a
+loopback node never turns Ready). The kubelet's name is that IP: a hostname override that parses
+as an IP becomes the node's InternalIP, so the apiserver reaches the kubelet (bound there) for
+logs and exec. Everything is recorded in DIR/realnode.json; `stop_real_node` stops exactly those
+PIDs, kills what is left in the node's own cgroup, removes the veth, unmounts whatever lies under
+its work dir (the namespace's bind mount too) and removes its cgroups. `leftovers` lists anything
+that survived (a test asserts it is empty).
 """
 
 from __future__ import annotations
@@ -21,15 +24,17 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.parse
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import yaml
 from freeport import free_port
 from testcluster.binaries import cache_root, read_versions
 from testcluster.processes import is_running, start_process, stop_process
 from testcluster.state import ProcessRecord
 
-from realnode import config, host
+from realnode import config, host, netns
 
 log = logging.getLogger("realnode")
 
@@ -38,7 +43,7 @@ STATE_FILE = "realnode.json"
 STORE_ENV = "KUBERL_REALNODE_STORE"
 CGROUP_FS = Path("/sys/fs/cgroup")
 CNI_BIN = Path("/usr/lib/cni")
-HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "ctr", "runc", "ip")
+HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "ctr", "runc", "ip", "nsenter", "unshare")
 
 
 @dataclass
@@ -47,10 +52,16 @@ class RealNode:
     socket: str
     cgroup_root: str
     kubelet_port: int
-    # The node's IP and name: a /32 on `lo`, removed again by stop_real_node.
+    # The node's IP and name: a /32 inside its network namespace (netns.py).
     address: str
-    # The node's cluster DNS (dns.py) on port 53 of a loopback address of its own.
+    # The node's cluster DNS (dns.py) on port 53 of the namespace's loopback.
     dns_address: str
+    # The namespace's bind mount, the veth's host end and the host's source address towards
+    # the node (loopback), and the namespace's inode (/proc/PID/ns/net of what runs in it).
+    netns: str = ""
+    host_link: str = ""
+    host_source: str = ""
+    netns_inode: int = 0
     # The containerd root holding the images (containerd_root() when the node started).
     store: str = field(default_factory=lambda: str(containerd_root()))
     images: dict[str, str] = field(default_factory=dict)
@@ -94,22 +105,34 @@ def start_real_node(
     work.mkdir(parents=True, exist_ok=True)
     logs = state_dir / "logs"
     digest = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:8]
+    octets = f"{int(digest[4:6], 16)}.{int(digest[6:8], 16) % 254 + 1}"
     node = RealNode(
         work=str(work),
         socket=str(work / "containerd" / "containerd.sock"),
         cgroup_root=f"/kuberl-realpod-{digest}",
         kubelet_port=free_port(),
-        address=f"10.254.{int(digest[4:6], 16)}.{int(digest[6:8], 16) % 254 + 1}",
-        dns_address=f"127.53.{int(digest[:2], 16)}.{int(digest[2:4], 16) % 254 + 1}",
+        address=f"10.254.{octets}",
+        dns_address=netns.LOOPBACK,
+        netns=str(work / "netns"),
+        host_link=f"krnode-{digest}",
+        host_source=f"127.254.{octets}",
     )
     _save(state_dir, node)
     try:
         host.make_cgroups(node.cgroup_root)
-        _run("ip", "addr", "replace", f"{node.address}/32", "dev", "lo")
+        node.netns_inode = netns.create(node.netns, node.host_link, node.address, node.host_source)
+        _save(state_dir, node)
         _write_configs(work, node)
+        relay = start_process(
+            "realnode-apiserver-relay",
+            [sys.executable, str(netns.RELAY), "--netns", node.netns,
+             "--port", str(_apiserver_port(kubeconfig))],
+            logs / "realnode-relay.log",
+        )  # fmt: skip
+        node.processes.append(relay)
         containerd = start_process(
             "containerd",
-            ["containerd", "--config", str(work / "containerd.toml")],
+            netns.inside(node.netns, ["containerd", "--config", str(work / "containerd.toml")]),
             logs / "containerd.log",
         )
         node.processes.append(containerd)
@@ -118,14 +141,16 @@ def start_real_node(
         dns = start_process(
             "realnode-dns",
             [sys.executable, str(Path(__file__).with_name("dns.py")), "--state-dir",
-             str(state_dir), "--address", node.dns_address],
+             str(state_dir), "--address", node.dns_address, "--netns", node.netns],
             logs / "realnode-dns.log",
         )  # fmt: skip
         node.processes.append(dns)
         _save(state_dir, node)
         import_images(state_dir, node, images)
         kubelet = start_process(
-            "kubelet", _kubelet_argv(work, kubeconfig, node.address), logs / "kubelet.log"
+            "kubelet",
+            netns.inside(node.netns, _kubelet_argv(work, kubeconfig, node.address)),
+            logs / "kubelet.log",
         )
         node.processes.append(kubelet)
         _save(state_dir, node)
@@ -157,13 +182,14 @@ def stop_real_node(state_dir: Path) -> list[str]:
         _remove_all_tasks(node)
     for record in containerd:
         stop_process(record)
+    for record in [p for p in node.processes if p.name == "realnode-apiserver-relay"]:
+        stop_process(record)
     host.kill_cgroup_members(node.cgroup_root)
+    if node.host_link:
+        netns.remove(node.host_link)
     host.unmount_under(Path(node.work))
     host.unmount_under(Path(node.store))
     host.remove_cgroups(node.cgroup_root)
-    subprocess.run(
-        ["ip", "addr", "del", f"{node.address}/32", "dev", "lo"], capture_output=True, check=False
-    )
     remaining = leftovers(node)
     if remaining:
         log.warning("the real node left behind:\n  %s", "\n  ".join(remaining))
@@ -181,9 +207,7 @@ def leftovers(node: RealNode) -> list[str]:
     found += [f"mount {point}" for point in host.mounts_under(Path(node.store))]
     found += [f"cgroup {path}" for path in host.cgroup_dirs(node.cgroup_root) if path.exists()]
     found += [f"iptables chain {chain}" for chain in host.kube_chains()]
-    lo = subprocess.run(["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True)
-    if f" {node.address}/32 " in lo.stdout:
-        found.append(f"address {node.address} on lo")
+    found += netns.leftovers(node.netns_inode, node.host_link, node.address)
     return found
 
 
@@ -241,10 +265,16 @@ def _write_configs(work: Path, node: RealNode) -> None:
     )
 
 
-def _run(*argv: str) -> None:
-    result = subprocess.run(list(argv), capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)}: {result.stderr.strip()}")
+def _apiserver_port(kubeconfig: Path) -> int:
+    """The apiserver's port on the host's 127.0.0.1, relayed into the node's namespace."""
+    server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    url = urllib.parse.urlparse(server)
+    if url.hostname != netns.LOOPBACK or url.port is None:
+        raise RuntimeError(
+            f"{kubeconfig}: server {server!r}: the real node relays only an apiserver on "
+            f"https://{netns.LOOPBACK}:PORT into its namespace; point the kubeconfig there"
+        )
+    return url.port
 
 
 def _kubelet_argv(work: Path, kubeconfig: Path, address: str) -> list[str]:

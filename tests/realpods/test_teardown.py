@@ -1,7 +1,10 @@
 """Stopping the real node with a pod still running leaves nothing on the host: no process that
 names its work dir (containerd, shims, kubelet) and none of the pod's own processes, no mount
 under its work dir or its image store, no cgroup, no KUBE-* or CNI-* chain (iptables or
-ip6tables), no node address on `lo`. Then the node starts again for whatever runs next."""
+ip6tables), no veth, route or node address on the host, no process or bind mount holding the
+node's network namespace. While it runs, the node's address lives only inside that namespace,
+where the kubelet, containerd and the pod run. Then the node starts again for whatever runs
+next."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from typing import Any
 
 import pytest
 import realnode
-from realnode import host
+from realnode import host, netns
 
 from realpods.pods import real_pod
 from support.rljobs import wait_for
@@ -43,8 +46,14 @@ def test_stop_leaves_no_process_mount_cgroup_or_chain(
     in_pods = _pids_in_cgroups(node.cgroup_root)
     assert in_pods, "the sleeper's processes live in the node's cgroups"
     assert Path(node.store).resolve().as_posix() in Path("/proc/self/mountinfo").read_text()
-    lo = subprocess.run(["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True)
-    assert f" {node.address}/32 " in lo.stdout, "the node's address is on lo while it runs"
+    assert f" {node.address}/" not in _ip("-o", "addr"), "the node's address is on no host link"
+    assert _ip("-o", "addr", "show", "dev", node.host_link) == "", "the host's veth end: none"
+    inside = subprocess.run(netns.inside(node.netns, ["ip", "-o", "addr", "show", "dev", "node0"]),
+                            capture_output=True, text=True).stdout  # fmt: skip
+    assert f" {node.address}/32 " in inside, "the node's address lives in its namespace"
+    in_netns = set(netns.pids_in(node.netns_inode))
+    assert {p.pid for p in node.processes if p.name in ("kubelet", "containerd")} <= in_netns
+    assert set(in_pods) <= in_netns, "the pod (hostNetwork) runs in the node's namespace"
 
     assert realnode.stop_real_node(state_dir) == []
 
@@ -61,12 +70,18 @@ def test_stop_leaves_no_process_mount_cgroup_or_chain(
     for tool in ("iptables-save", "ip6tables-save"):
         saved = subprocess.run([tool], capture_output=True, text=True, check=True).stdout
         assert ":KUBE-" not in saved and ":CNI-" not in saved, tool
-    lo = subprocess.run(["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True)
-    assert f" {node.address}/32 " not in lo.stdout
+    assert f" {node.address}/" not in _ip("-o", "addr")
+    assert _ip("-o", "link", "show", "dev", node.host_link) == ""
+    assert _ip("route", "show", "to", "exact", f"{node.address}/32") == ""
+    assert netns.pids_in(node.netns_inode) == []
     assert not Path(node.work).exists() and realnode.load_real_node(state_dir) is None
 
     restarted = _restart(local_cluster, node)
     assert restarted.kubelet_port != 0
+
+
+def _ip(*args: str) -> str:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=False).stdout
 
 
 def _pids_naming(text: str) -> list[int]:
