@@ -1,6 +1,7 @@
 """GRPO with `rollout.name: vllm`: `kuberl train` in `.venv-vllm-cpu` (the real vLLM 0.32 engine
 on CPU) generates every step's rollouts with vLLM inside the training process, syncs the trained
-weights into it after each step, and two runs with one seed train alike (seeded sampling)."""
+weights into it after each step (its own log-probs equal the trainer's at every step), and two
+runs with one seed train alike (seeded sampling)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.runtime
 STEPS = 3
 # vLLM's CPU attention runs head sizes of 32 and more: hidden 128 over 4 heads.
 TINY = {"hidden": 128, "num_heads": 4, "num_kv_heads": 2}
+PROBS_TOL = 1e-4  # |p_vllm - p_trainer| per token; measured ~1e-6 in fp32 on CPU
 ENGINE_BUILT = "Initializing a V1 LLM engine"  # vLLM's own log line when an engine is built
 
 
@@ -35,6 +37,8 @@ def _config(model: Path, out: Path) -> dict:
     set_key(config, "actor_rollout_ref.rollout.name", "vllm")
     set_key(config, "actor_rollout_ref.rollout.dtype", "float32")
     set_key(config, "actor_rollout_ref.rollout.temperature", 1.0)
+    # the engine returns its log-probs: the trainer logs how far they are from its own
+    set_key(config, "actor_rollout_ref.rollout.calculate_log_probs", True)
     return config
 
 
@@ -64,4 +68,8 @@ def test_grpo_trains_with_the_real_vllm_engine_and_reproduces(tmp_path):
     assert sorted(metrics) == list(range(1, STEPS + 1))
     for step in metrics.values():
         assert step["response_length/mean"] > 0
+        # vLLM sampled from the weights the trainer holds at every step: its log-probs equal
+        # the trainer's (fp32 on CPU); a missed weight sync after step 1 would break this
+        assert step["training/rollout_probs_diff_valid"] == 1
+        assert step["training/rollout_probs_diff_max"] < PROBS_TOL
     assert_same_training(first, second, list(range(1, STEPS + 1)))
