@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -52,7 +53,9 @@ class StatusReporter:
         self._start_time = clock()
         self._start_step = 0
         self._total_steps: int | None = None
+        self._step = 0
         self._last_sent = -math.inf
+        self._lock = threading.Lock()  # phases.py beats from a thread
 
     def on_start(self, *, start_step: int, total_steps: int) -> None:
         self._start_time, self._start_step = self._clock(), start_step
@@ -78,6 +81,11 @@ class StatusReporter:
     def on_finish(self, *, step: int, exported_model: str | None) -> None:
         self._send_progress(step, None, {}, force=True)
 
+    def on_phase(self, phase: str) -> None:
+        """A heartbeat during a long phase (phases.py): the last step, a new lastUpdateTime."""
+        log.debug("heartbeat during %s", phase)
+        self._send_progress(self._step, self._total_steps, {}, force=True)
+
     def on_initializing(self, done_bytes: int, total_bytes: int) -> None:
         """The model/data initializer's heartbeat: step 0, the bytes copied so far."""
         now = self._clock()
@@ -99,6 +107,7 @@ class StatusReporter:
         self, step: int, total_steps: int | None, metrics: Mapping[str, float], force: bool
     ) -> None:
         self._total_steps = total_steps or self._total_steps
+        self._step = step
         now = self._clock()
         if not force and now - self._last_sent < self._min_interval:
             return
@@ -127,7 +136,8 @@ class StatusReporter:
 
     def _send(self, status: dict[str, Any]) -> None:
         try:
-            self._patch(status)
+            with self._lock:
+                self._patch(status)
         except Exception as err:  # reporting must never break training
             log.warning("could not patch job status: %s", err)
 

@@ -30,6 +30,7 @@ from kuberl_runtime.distributed import all_gather_rows
 from kuberl_runtime.engine.micro import MicroBatching
 from kuberl_runtime.engine.mrope import MRopeSpec
 from kuberl_runtime.faults import maybe_crash
+from kuberl_runtime.reporting.phases import beating
 from kuberl_runtime.rollout.base import SamplingParams
 from kuberl_runtime.tracking import (
     ProgressReporter,
@@ -106,7 +107,9 @@ class Trainer(StepLoop):
         self.reporter.on_start(start_step=self.global_step, total_steps=self.total_steps)
         try:
             if self.c.val_data is not None and trainer.val_before_train:
-                tracker.log(self.validate(), step=self.global_step)
+                with beating(self.reporter, "validation"):  # the operator hears it is alive
+                    before = self.validate()
+                tracker.log(before, step=self.global_step)
                 if trainer.val_only:
                     return
             self._run_steps()
@@ -125,10 +128,10 @@ class Trainer(StepLoop):
             worker_metrics = self._prepare_and_update(batch, step, timings)
             extra: dict[str, float] = {}
             if self._due(self.plan.trainer.test_freq, step) and self.c.val_data is not None:
-                with M.timer("testing", timings):
+                with M.timer("testing", timings), beating(self.reporter, "validation"):
                     extra.update(self.validate())
             if self._due(self.plan.trainer.save_freq, step):
-                with M.timer("save_checkpoint", timings):
+                with M.timer("save_checkpoint", timings), beating(self.reporter, "checkpoint"):
                     self.save_checkpoint(step)
         return {
             "training/global_step": step,

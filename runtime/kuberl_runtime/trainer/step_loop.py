@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from kuberl_runtime.checkpoint.manager import CheckpointManager
 from kuberl_runtime.checkpoint.owner import claim_output_dir, run_owner
+from kuberl_runtime.reporting.phases import beating
 from kuberl_runtime.tracking import NullProgressReporter, ProgressReporter, Tracker, build_tracker
 from kuberl_runtime.trainer.preemption import Preempted, StopRequest, stop_file_from_env
 from kuberl_runtime.trainer.state import step_of
@@ -69,7 +70,8 @@ class StepLoop:
             self.reporter.on_step(step=self.global_step, total_steps=total, metrics=step_metrics)
             if stopping:
                 raise Preempted(self.global_step)
-        exported = self.export()
+        with beating(self.reporter, "export"):  # the operator hears it is alive
+            exported = self.export()
         self.reporter.on_finish(step=self.global_step, exported_model=exported)
 
     def _save_before_stopping(self, step: int) -> None:
@@ -77,7 +79,8 @@ class StepLoop:
         if self._saved is not None and self._saved[0] == step:
             return
         logger.warning("stop requested: saving a checkpoint at step %d before exiting", step)
-        self.save_checkpoint(step)
+        with beating(self.reporter, "checkpoint"):
+            self.save_checkpoint(step)
 
     def _due(self, freq: int, step: int) -> bool:
         return freq > 0 and (step % freq == 0 or step == self.total_steps)
