@@ -12,6 +12,7 @@ from kuberl_operator.bounds import allow_api_server_depth
 from kuberl_operator.config import OperatorConfig, add_arguments, from_args
 from kuberl_operator.handlers import build_settings, post_event, register
 from kuberl_operator.kube import Kube
+from kuberl_operator.kuberay_check import kuberay_problem
 from kuberl_operator.leader import (
     DISABLED,
     LeaderLease,
@@ -46,6 +47,9 @@ def configure_logging(log_format: str) -> None:
 def run_operator(config: OperatorConfig) -> None:
     configure_logging(config.log_format)
     allow_api_server_depth()  # one deeply nested job must not stop the watch for every job
+    if problem := kuberay_problem(api_client()):
+        log.error("refusing to start: %s", problem)
+        raise SystemExit(1)
     metrics = Metrics()
     metrics.serve(config.metrics_host, config.metrics_port)
     reconciler = Reconciler(Kube(api_client()), config, metrics, emit=post_event)
