@@ -1,5 +1,6 @@
 """A discriminative reward model served under verl's ``rollout.name`` validates; a generative one
-(``custom_reward_function.path`` beside the reward model, verl 0.9.1's reward loop) is refused.
+(``custom_reward_function.path`` beside the reward model, verl 0.9.1's reward loop) plans a vLLM
+judge engine (``plan.reward_judge``) in either spelling; other engines and judge TP are refused.
 ``data.return_raw_input_ids`` is read by nothing in verl 0.9.1 and has no effect.
 The rule is ``kuberl_api/validation/rules_reward.py``; the fates are in ``kuberl_api/keys``.
 """
@@ -51,12 +52,41 @@ def test_a_discriminative_reward_model_served_by_vllm_validates_without_effect()
     assert _plan(**RM, **SERVED) == _plan(**RM)
 
 
-def test_a_generative_reward_model_is_refused_at_the_key_written():
-    result = _validate(**RM, **SERVED, **FUNCTION)
+def test_a_generative_reward_model_plans_its_judge_engine():
+    plan = _plan(**RM, **SERVED, **FUNCTION)
+    judge = plan["reward_judge"]
+    assert judge["enable"] and judge["name"] == "vllm" and judge["model_path"] == "/models/rm"
+    assert judge["placement"] == "colocated" and judge["tensor_model_parallel_size"] == 1
+    assert judge["gpu_memory_utilization"] == 0.8 and judge["max_model_len"] == 8192 + 4096
+    assert judge["max_num_seqs"] == 1024 and judge["free_cache_engine"]  # verl's defaults
+    assert not _plan(**RM, **SERVED)["reward_judge"]["enable"]  # no function: discriminative
+
+
+def test_both_spellings_plan_the_same_judge():
+    older = {
+        "reward_model.enable": True,
+        "reward_model.model.path": "/models/rm",
+        "reward_model.rollout": {k.rsplit(".", 1)[1]: v for k, v in SERVED.items()},
+        "custom_reward_function.path": "/rewards/judge.py",
+    }
+    assert _plan(**older)["reward_judge"] == _plan(**RM, **SERVED, **FUNCTION)["reward_judge"]
+
+
+def test_a_judge_on_another_engine_is_refused_at_the_key_written():
+    result = _validate(**RM, **{**SERVED, "reward.reward_model.rollout.name": "sglang"}, **FUNCTION)
     (error,) = result.errors
-    assert error.path == "reward.reward_model.rollout.name" and error.value == "vllm"
-    assert "generative" in error.message and "/rewards/judge.py" in error.message
-    assert "custom_reward_function.path" in error.hint and "enable: false" in error.hint
+    assert error.path == "reward.reward_model.rollout.name" and error.value == "sglang"
+    assert "vLLM" in error.message and "name: vllm" in error.hint
+
+
+def test_a_judge_with_tensor_parallelism_is_refused():
+    tp = "reward.reward_model.rollout.tensor_model_parallel_size"
+    result = _validate(**RM, **{**SERVED, tp: 4}, **FUNCTION)
+    (error,) = result.errors
+    assert error.path == tp and error.value == 4 and "tensor_model_parallel_size: 1" in error.hint
+    unwritten = {k: v for k, v in SERVED.items() if k != tp}
+    (error,) = _validate(**RM, **unwritten, **FUNCTION).errors  # verl's default is 2
+    assert error.path == "reward_model.rollout.tensor_model_parallel_size" and error.value == 2
 
 
 def test_the_older_spelling_is_refused_alike():
@@ -64,7 +94,7 @@ def test_the_older_spelling_is_refused_alike():
         **{
             "reward_model.enable": True,
             "reward_model.model.path": "/models/rm",
-            "reward_model.rollout": {"name": "sglang"},
+            "reward_model.rollout": {"name": "sglang", "tensor_model_parallel_size": 1},
             "custom_reward_function.path": "/rewards/judge.py",
         }
     )
@@ -84,3 +114,10 @@ def test_return_raw_input_ids_is_accepted_without_effect():
     assert "data.return_raw_input_ids" in result.not_honoured
     assert "reads it nowhere" in REGISTRY["data.return_raw_input_ids"].reason
     assert _plan(**{"data.return_raw_input_ids": True}) == _plan()
+
+
+def test_the_prime_manager_cannot_call_a_judge():
+    manager = {"reward.reward_manager.name": "prime"}
+    (error,) = _validate(**RM, **SERVED, **FUNCTION, **manager).errors
+    assert error.path == "reward.reward_manager.name" and error.value == "prime"
+    assert _validate(**RM, **SERVED, **FUNCTION, **{"reward.reward_manager.name": "gdpo"}).ok

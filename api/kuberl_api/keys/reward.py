@@ -28,8 +28,8 @@ KEYS = [
     honoured(
         R + "reward_manager",
         REWARD_MANAGER,
-        accepts=(None, "naive", "batch", "dapo"),
-        fix="kuberl implements the naive, batch and dapo reward managers; use one of them",
+        accepts=(None, "naive", "batch", "dapo", "prime", "gdpo"),
+        fix="kuberl implements the naive, batch, dapo, prime and gdpo reward managers; use one",
     ),
     *[
         honoured(R + "reward_kwargs." + key, DAPO)

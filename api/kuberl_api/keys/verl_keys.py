@@ -176,8 +176,9 @@ KEYS: list[KeyEntry] = [
     ],
     no_effect(
         "reward_model.rollout",
-        "verl serves the reward model with this engine; kuberl runs the sequence-classification "
-        "model itself (FSDP). Refused for a generative reward model (validation/rules_reward.py)",
+        "verl serves the reward model with this engine; kuberl runs a sequence-classification "
+        "model itself (FSDP). For a generative reward model (custom_reward_function.path set) "
+        "it configures the judge's vLLM engine instead (plan/reward_judge.py)",
     ),
     no_effect("trainer.esi_redundant_time", "Ascend elastic-training timing only"),
     refused("trainer.checkpoint_callback_class", NOT_YET),

@@ -304,11 +304,10 @@ def _reward_model(cfg: BackendConfig) -> RewardModelPlan:
     )
 
 
-def _reward_judge(cfg: BackendConfig) -> JudgePlan | None:
+def _reward_judge(cfg: BackendConfig) -> JudgePlan:
     rm = cfg.reward_model
-    if not is_generative(rm.enable, cfg.custom_reward_function.path, rm.rollout):
-        return None
-    return judge_section(rm.rollout, rm.model.path or "")
+    enable = is_generative(rm.enable, cfg.custom_reward_function.path, rm.rollout)
+    return judge_section(rm.rollout, rm.model.path or "", enable)
 
 
 def _reward_function(cfg: BackendConfig) -> RewardFunctionPlan:

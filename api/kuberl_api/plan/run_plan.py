@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from kuberl_api.plan.reward_judge import JudgePlan
 from kuberl_api.plan.rollout_correction import RolloutCorrectionPlan
 from kuberl_api.plan.sections import (
     ActorPlan,
@@ -32,6 +33,8 @@ class RunPlan(Frozen):
     critic: CriticPlan
     reward_model: RewardModelPlan
     reward_function: RewardFunctionPlan
+    reward_judge: JudgePlan
+    """A generative reward model's judge engine (``plan/reward_judge.py``)."""
     algorithm: AlgorithmPlan
     rollout_correction: RolloutCorrectionPlan
     trainer: TrainerPlan

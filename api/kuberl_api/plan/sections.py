@@ -335,7 +335,7 @@ class RewardFunctionPlan(Frozen):
     name: str
     reward_kwargs: dict[str, Any]
     """custom_reward_function.reward_kwargs: the scoring function's own arguments."""
-    reward_manager: Literal["naive", "batch", "dapo"]
+    reward_manager: Literal["naive", "batch", "dapo", "prime", "gdpo"]
     overlong_buffer: OverlongBufferPlan
     """Off unless reward_manager is dapo (validation refuses it on with another manager)."""
     max_resp_len: int

@@ -8,10 +8,13 @@ A reward model is generative in verl 0.9.1 when ``custom_reward_function.path`` 
 ``reward_model.enable``: its reward loop then calls the user's function, which queries the served
 model (``reward_model.rollout``). Without a function the model is discriminative (a sequence
 classifier scoring prompt+response), which kuberl runs itself; ``rollout.name`` (verl needs it
-for any served reward model) then has no effect. Only the generative case is refused.
+for any served reward model) then has no effect. The generative case is served by a vLLM engine
+on each rank (``plan/reward_judge.py``): other engines, a separate resource pool and tensor
+parallelism for the judge are refused.
 """
 
 from kuberl_api.backend_config import BackendConfig
+from kuberl_api.plan.reward_judge import JUDGE_DEFAULTS, is_generative
 from kuberl_api.validation.problems import Problem, join_path
 
 
@@ -21,19 +24,59 @@ def check_reward(cfg: BackendConfig, bc: str) -> list[Problem]:
 
 def _check_generative(cfg: BackendConfig, bc: str) -> list[Problem]:
     rm, function = cfg.reward_model, cfg.custom_reward_function.path
-    name = (rm.rollout or {}).get("name")
-    if not rm.enable or function is None or name is None:
+    rollout = rm.rollout or {}
+    if not is_generative(rm.enable, function, rollout):
         return []
-    return [
-        Problem(
-            join_path(bc, "reward_model", "rollout", "name"),
-            "a generative reward model (reward_model.enable with custom_reward_function.path "
-            f"{function!r}, whose function queries the served model) is not supported by kuberl",
-            "remove custom_reward_function.path to score with the reward model as a sequence "
-            "classifier, or set reward_model.enable: false to score with the function alone",
-            name,
+    at = join_path(bc, "reward_model")
+    problems = []
+    if rollout.get("name") != "vllm":
+        problems.append(
+            Problem(
+                join_path(at, "rollout", "name"),
+                "kuberl serves a generative reward model (the judge) with vLLM only",
+                "set reward_model.rollout.name: vllm",
+                rollout.get("name"),
+            )
         )
-    ]
+    if not rm.model.path:
+        problems.append(
+            Problem(
+                join_path(at, "model_path"),
+                "a generative reward model needs the judge model to serve",
+                "set reward.reward_model.model_path (or reward_model.model.path)",
+                None,
+            )
+        )
+    if rm.enable_resource_pool:
+        problems.append(
+            Problem(
+                join_path(at, "enable_resource_pool"),
+                "kuberl runs the judge colocated with the training ranks (one engine per rank); "
+                "a separate reward-model pool is not supported",
+                "set enable_resource_pool: false",
+                True,
+            )
+        )
+    if rm.reward_manager == "prime":
+        problems.append(
+            Problem(
+                join_path(at, "reward_manager"),
+                "verl's prime manager scores in forked processes and passes no judge address",
+                "use the naive, batch, dapo or gdpo reward manager with a generative reward model",
+                "prime",
+            )
+        )
+    tp = rollout.get("tensor_model_parallel_size", JUDGE_DEFAULTS["tensor_model_parallel_size"])
+    if tp != 1:
+        problems.append(
+            Problem(
+                join_path(at, "rollout", "tensor_model_parallel_size"),
+                "the judge engine runs one per rank (no tensor parallelism); verl's default is 2",
+                "set reward_model.rollout.tensor_model_parallel_size: 1",
+                tp,
+            )
+        )
+    return problems
 
 
 def _check_overlong_buffer(cfg: BackendConfig, bc: str) -> list[Problem]:

@@ -64,6 +64,7 @@ def run_worker(run: RunConfig) -> None:
             finally:
                 # vLLM's teardown needs the default process group: before shutdown_distributed.
                 components.rollout.close()
+                components.reward_manager.close()
     finally:
         shutdown_distributed()
 

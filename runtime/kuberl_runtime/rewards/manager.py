@@ -1,7 +1,8 @@
 """The reward manager: decoded responses + sample metadata → one score per response.
 
 verl 0.9.1's `naive` and `batch` managers (the scoring function called per response or once per
-batch) and `dapo` (naive plus DAPO's overlong penalty on the response length, `rewards/dapo.py`).
+batch), `dapo` (naive plus DAPO's overlong penalty on the response length, `rewards/dapo.py`),
+`prime` and `gdpo` (`rewards/prime.py`).
 Placing each score at the last valid response token is the trainer's job (see
 `placement.place_scores`); this module only decides the numbers.
 """
@@ -23,6 +24,7 @@ from kuberl_runtime.rewards.function import (
     load_custom_reward_function,
 )
 from kuberl_runtime.rewards.output import RewardOutput
+from kuberl_runtime.rewards.prime import gdpo_extra_infos, prime_scores
 
 logger = logging.getLogger(__name__)
 
@@ -39,9 +41,19 @@ class RewardManager:
     """verl's `naive` manager (one call per response) or `batch` (one call per batch), and with
     `dapo` settings verl's `dapo` manager (naive plus the overlong penalty)."""
 
-    def __init__(self, reward_fn: RewardFunction | None = None, dapo: Dapo | None = None) -> None:
+    def __init__(
+        self,
+        reward_fn: RewardFunction | None = None,
+        dapo: Dapo | None = None,
+        mode: str = "naive",
+        experiment_name: str = "",
+    ) -> None:
+        """`mode`: `prime` or `gdpo` for those managers (`experiment_name`: gdpo's), else naive
+        (`batch` is the function's form, `dapo` the `dapo` settings)."""
         self.reward_fn = reward_fn or default_reward_function()
         self.dapo = dapo
+        self.mode = mode
+        self.experiment_name = experiment_name
         if dapo is not None:
             dapo.buffer.check(dapo.max_resp_len)
 
@@ -59,8 +71,16 @@ class RewardManager:
         lengths = {len(solution_strs), len(data_sources), len(ground_truths), len(extra_infos)}
         if len(lengths) != 1:
             raise ValueError(f"reward inputs differ in length: {sorted(lengths)}")
+        if self.mode == "prime":
+            fn = self.reward_fn
+            columns = (data_sources, solution_strs, ground_truths, extra_infos)
+            return RewardOutput(prime_scores(fn.fn, fn.reward_kwargs, columns), {})
+        if self.mode == "gdpo":
+            extra_infos = gdpo_extra_infos(extra_infos, self.experiment_name)
         results = self.reward_fn(data_sources, solution_strs, ground_truths, extra_infos)
         output = _collect(results, self.reward_fn.description)
+        if self.mode == "gdpo":
+            return _with_acc(output, results)
         if self.dapo is None:
             return output
         assert response_lengths is not None, "the dapo reward manager needs response lengths"
@@ -68,6 +88,12 @@ class RewardManager:
         return dapo_scores(
             output, numeric, response_lengths, self.dapo.buffer, self.dapo.max_resp_len
         )
+
+    def close(self) -> None:
+        """Release what the scoring function holds (a generative reward model's engine)."""
+        close = getattr(self.reward_fn, "close", None)
+        if close is not None:
+            close()
 
     def score_samples(
         self,
@@ -105,21 +131,24 @@ def build_reward_manager(
     return RewardManager(reward_fn, dapo)
 
 
-def reward_manager_for(plan: RewardFunctionPlan) -> RewardManager:
+def reward_manager_for(plan: RewardFunctionPlan, experiment_name: str = "") -> RewardManager:
     """The run's manager: `reward_model.reward_manager` with its reward_kwargs, and the
-    `custom_reward_function` it calls."""
+    `custom_reward_function` it calls (`experiment_name`: the gdpo manager passes it on)."""
     dapo = None
     if plan.reward_manager == "dapo":
         b = plan.overlong_buffer
         buffer = OverlongBuffer(b.enable, b.len, b.penalty_factor, b.log)
         dapo = Dapo(buffer, plan.max_resp_len or None)
-    return build_reward_manager(
+    manager = build_reward_manager(
         plan.path or None,
         plan.name,
         plan.reward_kwargs,
         batch=True if plan.reward_manager == "batch" else None,
         dapo=dapo,
     )
+    if plan.reward_manager in ("prime", "gdpo"):
+        manager.mode, manager.experiment_name = plan.reward_manager, experiment_name
+    return manager
 
 
 def decode_responses(tokenizer: Any, response_ids: Sequence[Sequence[int]]) -> list[str]:
@@ -156,3 +185,13 @@ def _split_result(result: Any, description: str, i: int) -> tuple[float, Mapping
             f"response {i}; return a number or a dict with a numeric 'score'"
         )
     return float(result), extra
+
+
+def _with_acc(output: RewardOutput, results: Sequence[Any]) -> RewardOutput:
+    """verl's gdpo (and naive) managers record a numeric result as `acc` as well."""
+    numeric = [not isinstance(r, Mapping) for r in results]
+    if not any(numeric):
+        return output
+    acc = output.extra_info.get("acc", [None] * len(results))
+    merged = [s if n else a for s, n, a in zip(output.scores, numeric, acc, strict=True)]
+    return RewardOutput(output.scores, {**output.extra_info, "acc": merged})

@@ -125,10 +125,10 @@ def build_components(run: RunConfig, device: Device, ranks: RankInfo) -> Compone
         actor=_build_actor(plan, device, ranks, total, sp),
         critic=_build_critic(plan, device, ranks, total, sp) if plan.critic.enable else None,
         rollout=_build_rollout(plan, tokenizer, device.torch_device(ranks.local_rank), ranks),
-        reward_manager=reward_manager_for(plan.reward_function),
+        reward_manager=_reward_manager(plan),
         reward_model=(
             _build_reward_model(plan, tokenizer, device, ranks)
-            if plan.reward_model.enable
+            if plan.reward_model.enable and not plan.reward_judge.enable
             else None
         ),
         total_training_steps=total,
@@ -306,6 +306,17 @@ def _vision_placeholder_ids(config: Any) -> list[int]:
     """A VL model's vision tokens, never to be sampled (they would stand for no image)."""
     mrope = MRopeSpec.of(config)
     return mrope.special_ids if mrope is not None else []
+
+
+def _reward_manager(plan: RunPlan) -> RewardManager:
+    """With a generative reward model, its judge engine on this rank (rewards/judge.py)."""
+    name = plan.trainer.experiment_name
+    if not plan.reward_judge.enable:
+        return reward_manager_for(plan.reward_function, name)
+    from kuberl_runtime.rewards.judge import build_judge, judged_reward_manager
+
+    service = build_judge(plan.reward_judge, plan.reward_model.trust_remote_code)
+    return judged_reward_manager(plan.reward_function, service, name)
 
 
 def _build_reward_model(

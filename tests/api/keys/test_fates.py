@@ -119,7 +119,7 @@ def test_ulysses_sequence_parallel_size_of_the_critic_follows_the_actor():
 @pytest.mark.parametrize(
     ("key", "value", "fix"),
     [
-        ("reward_model.reward_manager", "prime", "naive, batch and dapo"),
+        ("reward_model.reward_manager", "limited", "naive, batch, dapo, prime and gdpo"),
         ("trainer.logger", ["console", "clearml"], "remove the others"),
     ],
 )

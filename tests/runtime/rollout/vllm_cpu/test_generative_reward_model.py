@@ -1,0 +1,89 @@
+"""A generative reward model (LLM judge) served by the real vLLM engine on CPU: `kuberl train` in
+`.venv-vllm-cpu` runs GRPO (HF rollout) whose reward function is a verl-style judge function
+(`judge_reward.py`: prompt template, chat completion at `reward_router_address`, score parsed from
+the reply); every response is judged, each step's responses in one engine batch, and the run's
+scores are the parsed judge outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from transformers import AutoTokenizer
+
+from kuberl_runtime.testing.tiny import save_tiny_model
+from support.vllm_cpu import THREAD_ENV, vllm_cpu_python
+from tests.runtime.trainer.conftest import TOKENIZER_DIR, base_config, read_metrics, set_key
+
+pytestmark = pytest.mark.runtime
+
+STEPS = 2
+ROWS = 4 * 2  # train_batch_size x rollout.n
+TINY = {"hidden": 128, "num_heads": 4, "num_kv_heads": 2}  # vLLM CPU: head size >= 32
+JUDGE_FUNCTION = Path(__file__).with_name("judge_reward.py")
+ENGINE_BUILT = "Initializing a V1 LLM engine"
+
+
+def _config(policy: Path, judge: Path, out: Path, log: Path) -> dict:
+    config = base_config(policy, out, total_training_steps=STEPS, save_freq=STEPS)
+    config["custom_reward_function"] = {
+        "path": str(JUDGE_FUNCTION),
+        "reward_kwargs": {"log_path": str(log)},
+    }
+    for key, value in {
+        "enable": True,
+        "model_path": str(judge),
+        "rollout.name": "vllm",
+        "rollout.dtype": "float32",
+        "rollout.tensor_model_parallel_size": 1,
+        "rollout.prompt_length": 192,
+        "rollout.response_length": 8,
+        "rollout.max_num_seqs": ROWS,
+    }.items():
+        set_key(config, f"reward.reward_model.{key}", value)
+    return config
+
+
+@pytest.fixture(scope="module")
+def judged_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    tmp = tmp_path_factory.mktemp("genrm")
+    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
+    policy = save_tiny_model(tmp / "policy", tokenizer, seed=0, **TINY)
+    judge = save_tiny_model(tmp / "judge", tokenizer, seed=1, **TINY)
+    out, log = tmp / "out", tmp / "judge.jsonl"
+    path = tmp / "config.yaml"
+    path.write_text(yaml.safe_dump(_config(policy, judge, out, log)))
+    env = {**os.environ, **THREAD_ENV, "HF_HUB_OFFLINE": "1"}
+    env.pop("PYTHONPATH", None)  # .venv's paths must not leak into the other environment
+    result = subprocess.run(
+        [str(vllm_cpu_python()), "-m", "kuberl_cli.main", "train", str(path)],
+        env=env, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-6000:]
+    return result, out, log
+
+
+def test_every_response_is_scored_by_the_parsed_judge_output(judged_run):
+    _, out, log = judged_run
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(calls) == STEPS * ROWS
+    for call in calls:
+        assert re.fullmatch(r"\d", call["reply"]), call  # the judge's own text: one digit
+        assert call["score"] == int(call["reply"])
+    metrics = read_metrics(out)
+    for step in range(1, STEPS + 1):
+        scores = [c["score"] for c in calls[(step - 1) * ROWS : step * ROWS]]
+        assert metrics[step]["critic/score/mean"] == pytest.approx(sum(scores) / ROWS)
+
+
+def test_each_step_is_one_judge_batch_on_one_engine(judged_run):
+    result, _, _ = judged_run
+    logs = result.stdout + result.stderr
+    assert logs.count(ENGINE_BUILT) == 1, "the judge's engine (the rollout is HF), built once"
+    batches = [int(n) for n in re.findall(r"judge batch of (\d+) requests", logs)]
+    assert batches == [ROWS] * STEPS
