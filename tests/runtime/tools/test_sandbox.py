@@ -6,6 +6,7 @@ loop; each comes back to the policy as the tool's failure and the next call stil
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import sys
@@ -165,3 +166,28 @@ def test_bad_configs_name_the_key_and_the_fix(tmp_path):
         load_tools(tool_config(tmp_path, "audit", memory=1), None)
     with pytest.raises(ToolError, match=r"config.python='/no/python'"):
         load_tools(tool_config(tmp_path, "audit", python="/no/python"), None)
+
+
+def test_a_rollout_reads_the_failure_and_goes_on(tmp_path, nothing_left_behind):
+    """The multi-turn rollout (scripted policy, real loop and tokenizer): a fork bomb's failure
+    is the tool's response in the trajectory, counted as a failure, and the next turn runs."""
+    from transformers import AutoTokenizer
+
+    from tests.runtime.rollout.test_multi_turn import TOKENIZER_DIR, ScriptedPolicy, _run
+
+    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
+    tools = load_tools(tool_config(tmp_path, "namespace", max_processes=8), None)
+
+    def run(code: str) -> str:
+        arguments = json.dumps({"name": "code_interpreter", "arguments": {"code": code}})
+        return f"<tool_call>{arguments}</tool_call>"
+
+    turns = [run("import os\nwhile True:\n    os.fork()\n"), run("print(2 * 3)"), "#### 6"]
+    policy = ScriptedPolicy(tokenizer, {"bomb": turns})
+    batch, metrics = _run(tokenizer, policy, ["bomb?"], response_length=900, tools=tools)
+    text = tokenizer.decode(batch["responses"][0][batch["attention_mask"][0, -900:].bool()])
+    assert "Error executing tool 'code_interpreter': process limit exceeded" in text
+    assert "<|im_start|>tool\n6\n<|im_end|>" in text and text.rstrip().endswith("#### 6<|im_end|>")
+    assert metrics["tool/code_interpreter/calls"] == 2
+    assert metrics["tool/code_interpreter/failures"] == 1
+    assert len(policy.contexts) == 3
