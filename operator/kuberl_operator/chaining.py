@@ -152,6 +152,8 @@ def _missing_overdue(
     since = cond.parse_time(waiting.last_transition_time) if waiting is not None else None
     if not missing or since is None or waiting is None or waiting.status != "True":
         return None
+    if seconds <= 0:
+        return None
     if (state.now - since).total_seconds() <= seconds:
         return None
     message = (

@@ -4,7 +4,7 @@ import argparse
 import os
 from dataclasses import dataclass, field
 
-from kuberl_operator.waits import WaitDeadlines
+from kuberl_operator.waits import WaitDeadlines, add_wait_arguments, waits_from_args
 
 DEFAULT_IMAGE = "ghcr.io/kuberl/runtime-cuda:0.1.0"
 LOG_FORMATS = ("plain", "full", "json")
@@ -164,6 +164,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="plain, full or json (env KUBERL_LOG_FORMAT)",
     )
     add_leader_arguments(parser)
+    add_wait_arguments(parser)
 
 
 def add_leader_arguments(parser: argparse.ArgumentParser) -> None:
@@ -209,4 +210,5 @@ def from_args(args: argparse.Namespace) -> OperatorConfig:
         log_format=args.log_format,
         leader_election_id=args.leader_election_id,
         leader_election_namespace=args.leader_election_namespace,
+        waits=waits_from_args(args),
     )

@@ -8,7 +8,9 @@ A job's own ``runPolicy.preRunningDeadlineSeconds`` / ``progressDeadlineSeconds`
 defaults here.
 """
 
-from dataclasses import dataclass
+import argparse
+import os
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 
 from kuberl_api.job import Attempt
@@ -34,6 +36,28 @@ class WaitDeadlines:
     """From RUNNING until the runtime's first progress heartbeat, unless the job says."""
 
 
+def _flag(name: str) -> str:
+    return "--" + name.removesuffix("_seconds").replace("_", "-") + "-deadline"
+
+
+def add_wait_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per wait (``--queue-deadline``...), env ``KUBERL_QUEUE_DEADLINE``...; 0: none."""
+    for item in fields(WaitDeadlines):
+        flag = _flag(item.name)
+        env = "KUBERL_" + flag.removeprefix("--").upper().replace("-", "_")
+        parser.add_argument(
+            flag,
+            dest=f"wait_{item.name}",
+            type=float,
+            default=float(os.environ.get(env) or item.default),
+            help=f"seconds (env {env}; 0: no deadline); default {item.default:.0f}",
+        )
+
+
+def waits_from_args(args: argparse.Namespace) -> WaitDeadlines:
+    return WaitDeadlines(**{f.name: getattr(args, f"wait_{f.name}") for f in fields(WaitDeadlines)})
+
+
 def _until(since: datetime, seconds: float) -> str:
     return cond.isoformat(since + timedelta(seconds=seconds))
 
@@ -44,7 +68,7 @@ def queue_overdue(state: JobState, attempt: Attempt, seconds: float) -> Failure 
     since = cond.parse_time(attempt.start_time)
     if queued is not None and queued.status == "True":
         since = max(filter(None, (since, cond.parse_time(queued.last_transition_time))))
-    if since is None or queued is None:
+    if since is None or queued is None or seconds <= 0:
         return None
     waited = (state.now - since).total_seconds()
     if waited > seconds:
@@ -63,6 +87,9 @@ def stale_owner_overdue(state: JobState, attempt: Attempt, seconds: float) -> Fa
     """Another job's RayCluster has the attempt's name: wait for it to go, but not forever."""
     since = cond.parse_time(attempt.start_time) or state.now
     waited = (state.now - since).total_seconds()
+    if seconds <= 0:
+        state.set_phase("Provisioning", f"waiting for RayCluster {attempt.ray_cluster} to go")
+        return None
     if waited > seconds:
         message = (
             f"RayCluster {attempt.ray_cluster} belongs to another job and was not removed within "

@@ -63,3 +63,23 @@ def test_a_stale_cluster_of_another_job_is_waited_for_with_a_deadline(harness: A
     harness.advance(60)
     status = harness.reconcile()
     assert status["attempts"][-1]["rayCluster"] == "grpo-a2"
+
+
+def test_each_wait_is_a_flag_and_zero_means_no_deadline(manifest: Any) -> None:
+    import argparse
+
+    from kuberl_operator.config import OperatorConfig, add_arguments, from_args
+    from tests.operator.conftest import Harness
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--queue-deadline", "0", "--stale-owner-deadline", "30"])
+    config = from_args(args)
+    assert config.waits.queue_seconds == 0 and config.waits.stale_owner_seconds == 30
+    assert config.waits.pre_running_seconds == 3600
+    queued = Harness(manifest, OperatorConfig(waits=config.waits))
+    queued.set_spec({"spec.scheduling": {"queueName": "team-q"}})
+    queued.reconcile()
+    queued.advance(60 * 86400)
+    assert queued.reconcile()["attempts"][0]["result"] == "Running"
+    assert queued.condition("Queued")["message"] == "LocalQueue team-q"
