@@ -266,6 +266,7 @@ class AttemptDriver:
             state.condition(cond.RUNNING, True, "RayJobRunning", f"Ray job {sid} is running")
         elif info.status == "SUCCEEDED":
             attempt.result, attempt.end_time = "Succeeded", state.timestamp()
+            self.liveness.forget(state, attempt)
             state.finish(True, "RayJobSucceeded", f"attempt {attempt.index} succeeded")
         else:
             failure = classify_ray_failure(info, client.logs_tail(sid))

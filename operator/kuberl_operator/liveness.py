@@ -66,6 +66,7 @@ class Liveness:
         key = clock_key(state, attempt)
         self.step_clock.forget(key)
         self._seen.pop(key, None)
+        self._first_step_seen.discard(key)
 
     def overdue(self, state: JobState, attempt: Attempt) -> Overdue | None:
         """A running attempt past its pre-running, first-heartbeat or progress deadline."""
