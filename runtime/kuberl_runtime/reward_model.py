@@ -5,17 +5,25 @@ tokenizer and differs from the RM's path), each row is decoded with the input to
 rendered again with the RM's chat template (the chat prompt plus the response as the assistant
 turn, as verl's `_switch_chat_template` does), then tokenised by the RM's tokenizer. Otherwise the
 actor's ids are fed as they are. Each rank scores its own rows; the head reads the last
-non-padding token. The model may be FSDP-sharded (`reward_model.model.fsdp_config`).
+non-padding token. The model is FSDP2-sharded (`reward_model.model.fsdp_config`) with the actor's
+sharded init (`engine/init.py`): every rank builds it on the meta device and keeps its shards,
+only rank 0 reads the checkpoint and broadcasts each tensor.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
 from torch import nn
+from transformers import AutoModelForSequenceClassification
 
+from kuberl_api.plan.sections import FSDPPlan
+from kuberl_runtime.device import Device
+from kuberl_runtime.engine.init import build_sharded
+from kuberl_runtime.engine.model_builder import ModelSpec, build_reward_model, load_config
 from kuberl_runtime.engine.packing import fixed_micro_batches
 from kuberl_runtime.trainer.batch import Batch
 
@@ -80,3 +88,37 @@ class RewardModelScorer:
             ).logits
             scores.append(logits[:, 0].float().cpu())
         return torch.cat(scores)
+
+
+def build_reward_model_empty(spec: ModelSpec, dtype: torch.dtype) -> nn.Module:
+    """`build_reward_model` on the meta device: shapes only, no checkpoint read."""
+    config = load_config(spec, num_labels=1)
+    with torch.device("meta"):
+        model = AutoModelForSequenceClassification.from_config(
+            config,
+            dtype=dtype,
+            trust_remote_code=spec.trust_remote_code,
+            attn_implementation=config._attn_implementation,
+        )
+    return model.requires_grad_(False).eval()
+
+
+def build_sharded_reward_model(
+    spec: ModelSpec,
+    dtype: torch.dtype,
+    fsdp_config: FSDPPlan,
+    device: Device,
+    target: torch.device,
+    *,
+    is_main: bool,
+) -> nn.Module:
+    """The RM's shards on `target`; only rank 0 (`is_main`) reads the checkpoint."""
+    model = build_sharded(
+        partial(build_reward_model_empty, spec, dtype),
+        partial(build_reward_model, spec, dtype),
+        fsdp_config,
+        device,
+        target,
+        is_main=is_main,
+    )
+    return model.requires_grad_(False).eval()

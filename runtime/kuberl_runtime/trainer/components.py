@@ -28,7 +28,6 @@ from kuberl_runtime.engine.model_builder import (
     ModelSpec,
     build_causal_lm,
     build_causal_lm_empty,
-    build_reward_model,
     build_value_model,
 )
 from kuberl_runtime.engine.mrope import MRopeSpec
@@ -37,7 +36,11 @@ from kuberl_runtime.engine.ulysses import (
     build_ulysses_group,
     ulysses_model,
 )
-from kuberl_runtime.reward_model import RewardInputs, RewardModelScorer
+from kuberl_runtime.reward_model import (
+    RewardInputs,
+    RewardModelScorer,
+    build_sharded_reward_model,
+)
 from kuberl_runtime.rewards import RewardManager, reward_manager_for
 from kuberl_runtime.rollout.hf import HFRollout
 from kuberl_runtime.rollout.vllm import VLLMRollout, build_vllm_rollout, vllm_available
@@ -322,12 +325,15 @@ def _reward_manager(plan: RunPlan) -> RewardManager:
 def _build_reward_model(
     plan: RunPlan, tokenizer: Any, device: Device, ranks: RankInfo
 ) -> RewardModelScorer:
-    """Sharded with FSDP2 like the reference (`reward_model.model.fsdp_config`)."""
+    """Sharded with FSDP2 like the reference (`reward_model.model.fsdp_config`), with the
+    actor's sharded init: only rank 0 reads the checkpoint (reward_model.py)."""
     rm = plan.reward_model
     assert rm.path, "reward_model.enable needs reward_model.model.path"
     spec = ModelSpec(path=rm.path, trust_remote_code=rm.trust_remote_code)
-    model = build_reward_model(spec, torch_dtype(rm.fsdp_config.model_dtype))
-    model = apply_fsdp(model.to(device.torch_device(ranks.local_rank)), rm.fsdp_config, device)
+    dtype, target = torch_dtype(rm.fsdp_config.model_dtype), device.torch_device(ranks.local_rank)
+    model = build_sharded_reward_model(
+        spec, dtype, rm.fsdp_config, device, target, is_main=ranks.is_main
+    )
     micro = rm.micro_batch_size_per_gpu or None  # the plan's 0: the whole shard at once
     return RewardModelScorer(model, micro, _reward_inputs(plan, tokenizer))
 
