@@ -149,10 +149,10 @@ def test_both_reward_spellings_set_differently_is_an_error_naming_both():
 
 
 def test_a_refusal_on_the_newer_spelling_names_the_key_written():
-    result = _validate(_demo(**{"reward.reward_manager.name": "prime"}))
+    result = _validate(_demo(**{"reward.reward_manager.name": "limited"}))
     (error,) = result.errors
     assert error.path == "reward.reward_manager.name"
-    assert "naive, batch and dapo" in error.hint
+    assert "naive, batch, dapo, prime and gdpo" in error.hint
 
 
 def test_an_unknown_reward_key_is_an_error():

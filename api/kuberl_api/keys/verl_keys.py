@@ -163,7 +163,11 @@ KEYS: list[KeyEntry] = [
     no_effect("critic.model.use_fused_kernels", "the critic's value head has no vocabulary"),
     *_checkpoint_keys("critic.checkpoint."),
     *[
-        refused("reward_model." + key, "verl's reward loop is not supported; remove it")
+        refused(
+            "reward_model." + key,
+            "kuberl runs the reward model inside the training ranks, without verl's reward-loop "
+            "workers and pools; remove it",
+        )
         for key in (
             "num_workers",
             "enable_resource_pool",
