@@ -4,17 +4,22 @@ reward_model.rollout.gpu_memory_utilization of the device while judging and, on 
 free_cache_engine, sleeps otherwise."""
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch.distributed as dist
 import yaml
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+from kuberl_api.accelerators import MEMORY_GIB
 from kuberl_api.plan import build_run_plan
 from kuberl_api.validation import Document, DocumentKind, validate_document
 from kuberl_api.validation.documents import set_dotted
+from kuberl_cli.main import main
 from kuberl_runtime.dryrun.reward_model import GiB, format_share, problems, share_of
+from kuberl_runtime.dryrun.shapes import MODEL_SHAPES
 from kuberl_runtime.dryrun.verdict import FitVerdict
 from kuberl_runtime.testing.tiny import save_tiny_model
 
@@ -79,3 +84,28 @@ def test_a_generative_rm_takes_its_share_while_judging(rm_dir):
 
 def test_no_reward_model_no_line():
     assert share_of(_plan(), 80.0) is None
+
+
+@pytest.mark.skipif(dist.is_initialized(), reason="needs a process without a group")
+def test_kuberl_plan_prints_the_judge_and_refuses_one_that_leaves_no_room(rm_dir, capsys, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**MODEL_SHAPES["Qwen2.5-0.5B"], "num_hidden_layers": 5}))
+    judge = {
+        "reward.reward_model.enable": "true",
+        "reward.reward_model.model_path": str(rm_dir),
+        "reward.reward_model.rollout.name": "vllm",
+        "reward.reward_model.rollout.tensor_model_parallel_size": "1",
+        "reward.reward_model.rollout.gpu_memory_utilization": "0.97",
+        "reward.custom_reward_function.path": "/rewards/judge.py",
+        "trainer.device": "cuda",
+    }
+    sets = [f"--set={k}={v}" for k, v in judge.items()]
+    rc = main(["plan", str(ROOT / "examples/demo.yaml"), "--model-config", str(config), *sets])
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert f"reward model (generative) {rm_dir}: 0.000B parameters" in out
+    judging = 0.97 * MEMORY_GIB["H100"]
+    assert f"vLLM judge on each rank takes {judging:.2f} GiB while judging, 0.00 GiB" in out
+    assert "resident otherwise (sleeps outside reward passes" in out
+    assert "does not fit with the reward model: judging" in out
+    assert "lower reward_model.rollout.gpu_memory_utilization" in out
