@@ -35,9 +35,7 @@ def remote_inputs(values: Iterable[str], cache_dir: str) -> list[RemoteInputPlan
     return [RemoteInputPlan(url=u, local_path=cache_path(u, cache_dir)) for u in urls]
 
 
-def paths_section(
-    checkpoint_dir: str, output_dir: str, inputs: Iterable[str]
-) -> PathsPlan:
+def paths_section(checkpoint_dir: str, output_dir: str, inputs: Iterable[str]) -> PathsPlan:
     cache = input_cache_dir(output_dir)
     return PathsPlan(
         output_dir=output_dir,
