@@ -31,13 +31,15 @@ class PromptBatchSampler:
         shuffle: bool = True,
         seed: int | None = 0,
         drop_last: bool = True,
+        batch_key: str = "data.train_batch_size",
     ) -> None:
+        """``batch_key``: the config key that set ``batch_size``, for the error that names it."""
         if batch_size <= 0:
             raise DataError(f"batch size must be > 0, got {batch_size}")
         if drop_last and num_samples < batch_size:
             raise DataError(
-                f"data.train_batch_size={batch_size} is larger than the dataset ({num_samples} "
-                "prompts after filtering), so no full batch exists; lower data.train_batch_size "
+                f"{batch_key}={batch_size} is larger than the dataset ({num_samples} "
+                f"prompts after filtering), so no full batch exists; lower {batch_key} "
                 "or add data"
             )
         if num_samples <= 0:

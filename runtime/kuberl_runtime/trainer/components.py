@@ -112,7 +112,14 @@ def build_components(run: RunConfig, device: Device, ranks: RankInfo) -> Compone
         else None
     )
     sampler = PromptBatchSampler(
-        len(train_data), data.gen_batch_size, shuffle=data.shuffle, seed=data.seed
+        len(train_data),
+        data.gen_batch_size,
+        shuffle=data.shuffle,
+        seed=data.seed,
+        # DAPO's generation batches draw gen_batch_size prompts (train_batch_size when unset)
+        batch_key="data.gen_batch_size"
+        if data.gen_batch_size != data.train_batch_size
+        else "data.train_batch_size",
     )
     trainer = plan.trainer
     total = trainer.total_training_steps or sampler.steps_per_epoch * trainer.total_epochs

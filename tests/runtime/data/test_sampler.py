@@ -141,3 +141,5 @@ def test_corrupt_position_is_refused() -> None:
 def test_batch_larger_than_dataset_is_explained() -> None:
     with pytest.raises(DataError, match=r"train_batch_size=8 is larger than the dataset \(5"):
         PromptBatchSampler(5, 8)
+    with pytest.raises(DataError, match=r"lower data.gen_batch_size or add data"):
+        PromptBatchSampler(5, 8, batch_key="data.gen_batch_size")
