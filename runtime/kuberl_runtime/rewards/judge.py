@@ -21,13 +21,14 @@ judge stays resident.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import queue
 import threading
 import zlib
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,8 @@ from kuberl_runtime.rewards.manager import RewardManager, reward_manager_for
 
 logger = logging.getLogger(__name__)
 
+SYNC_WORKERS = 32
+"""Threads that run a plain (not async) per-response judge function side by side."""
 POLL_S = 0.05
 """How often the batcher looks for a first request while the reward function runs."""
 QUIET_S = 5.0
@@ -115,17 +118,17 @@ class JudgeService:
         self.max_batch = max_batch
         self.pending: queue.Queue[tuple[ChatRequest, Future[str]]] = queue.Queue()
         self.server = JudgeServer(self.pending)
-        self.left = 0
+        self.left = self.concurrency = 0
 
     @property
     def address(self) -> str:
         return self.server.address
 
-    def run(self, work: Callable[[], Any], expected: int) -> Any:
+    def run(self, work: Callable[[], Any], expected: int, concurrency: int = 0) -> Any:
         """`work()` in a helper thread while this thread serves its judge requests (about
-        `expected` of them: the responses it scores)."""
+        `expected` of them: the responses it scores; at most `concurrency` at once, 0: all)."""
         result: dict[str, Any] = {}
-        self.left = expected
+        self.left, self.concurrency = expected, concurrency or expected
 
         def target() -> None:
             try:
@@ -151,7 +154,7 @@ class JudgeService:
             batch = [self.pending.get(timeout=POLL_S)]
         except queue.Empty:
             return
-        while len(batch) < min(self.max_batch, max(self.left, 1)):
+        while len(batch) < min(self.max_batch, max(self.left, 1), self.concurrency):
             try:
                 batch.append(self.pending.get(timeout=QUIET_S))
             except queue.Empty:
@@ -244,7 +247,19 @@ class JudgedFunction:
         return bool(self.inner.batch)
 
     def __call__(self, *columns: Sequence[Any]) -> list[Any]:
-        return list(self.service.run(lambda: self.inner(*columns), len(columns[0])))
+        rows = len(columns[0])
+        if self.inner.batch or inspect.iscoroutinefunction(self.inner.fn):
+            return list(self.service.run(lambda: self.inner(*columns), rows))
+        # A plain function blocks on each request: run the rows side by side, as verl's reward
+        # loop runs it in its event loop's thread pool.
+        workers = min(SYNC_WORKERS, rows)
+
+        def work() -> list[Any]:
+            with ThreadPoolExecutor(workers) as pool:
+                parts = pool.map(lambda row: self.inner(*[[c[row]] for c in columns]), range(rows))
+                return [result for part in parts for result in part]
+
+        return list(self.service.run(work, rows, workers))
 
     def close(self) -> None:
         self.service.close()

@@ -34,8 +34,7 @@ class JudgeServer:
 
     def __init__(self, pending: queue.Queue[tuple[ChatRequest, Future[str]]]) -> None:
         handler = type("JudgeHandler", (_Handler,), {"pending": pending})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Server(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(
             target=self.httpd.serve_forever, name="judge-http", daemon=True
         )
@@ -49,6 +48,13 @@ class JudgeServer:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # A reward pass opens one connection per response at once; the default backlog (5) would
+    # reset the ones beyond it.
+    request_queue_size = 4096
 
 
 class _Handler(BaseHTTPRequestHandler):

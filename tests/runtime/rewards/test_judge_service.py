@@ -1,0 +1,118 @@
+"""The judge's endpoint and batcher (rewards/judge.py, judge_http.py) with a stand-in engine:
+verl-style judge functions, plain or async, get their chat completions over HTTP, and the
+requests of one reward pass reach the engine in batches of up to max_num_seqs (a plain function
+runs up to 32 rows side by side); bad requests get an OpenAI-style error naming the problem."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import pytest
+
+from kuberl_runtime.rewards.function import RewardFunction
+from kuberl_runtime.rewards.judge import JudgedFunction, JudgeService
+from kuberl_runtime.rewards.judge_http import ChatRequest
+
+
+@dataclass
+class LengthJudge:
+    """Replies with the last digit of the prompt's length, and records each batch's size."""
+
+    batches: list[int] = field(default_factory=list)
+    tokenizer: Any = None
+    llm: Any = None
+
+    def complete(self, requests: list[ChatRequest]) -> list[str]:
+        self.batches.append(len(requests))
+        return [f"score:\n{len(r.messages[-1]['content']) % 10}" for r in requests]
+
+    def wake_up(self) -> None: ...
+
+    def sleep(self) -> None: ...
+
+
+def _request(solution_str: str) -> dict[str, Any]:
+    return {"model": "judge", "messages": [{"role": "user", "content": solution_str}]}
+
+
+def _parse(reply: dict[str, Any]) -> int:
+    return int(reply["choices"][0]["message"]["content"].split("\n")[-1])
+
+
+def plain_judge(data_source, solution_str, ground_truth, extra_info, reward_router_address):
+    url = f"http://{reward_router_address}/v1/chat/completions"
+    body = json.dumps(_request(solution_str)).encode()
+    with urllib.request.urlopen(urllib.request.Request(url, data=body)) as response:
+        return float(_parse(json.loads(response.read())))
+
+
+async def async_judge(data_source, solution_str, ground_truth, extra_info, reward_router_address):
+    url = f"http://{reward_router_address}/v1/chat/completions"
+    body = _request(solution_str)
+    async with aiohttp.ClientSession() as session, session.post(url, json=body) as response:
+        return {"score": float(_parse(await response.json())), "judged": 1}
+
+
+def _score(fn: Any, service: JudgeService, rows: int) -> list[Any]:
+    kwargs = {"reward_router_address": service.address}
+    judged = JudgedFunction(RewardFunction(fn, reward_kwargs=kwargs), service)
+    texts = ["x" * n for n in range(rows)]
+    return judged(["src"] * rows, texts, ["0"] * rows, [None] * rows)
+
+
+@pytest.fixture
+def service():
+    made: list[JudgeService] = []
+
+    def make(max_batch: int) -> JudgeService:
+        made.append(JudgeService(LengthJudge(), max_batch))
+        return made[-1]
+
+    yield make
+    for s in made:
+        s.close()
+
+
+def test_a_plain_function_is_judged_in_batches_of_its_parallel_rows(service):
+    judge = service(max_batch=64)
+    assert _score(plain_judge, judge, 40) == [float(n % 10) for n in range(40)]
+    assert judge.engine.batches == [32, 8]
+
+
+def test_an_async_function_is_judged_in_batches_of_max_num_seqs(service):
+    judge = service(max_batch=16)
+    results = _score(async_judge, judge, 40)
+    assert [r["score"] for r in results] == [float(n % 10) for n in range(40)]
+    assert judge.engine.batches == [16, 16, 8]
+
+
+def test_a_function_error_reaches_the_trainer(service):
+    def broken(data_source, solution_str, ground_truth, extra_info, reward_router_address):
+        raise RuntimeError(f"cannot judge {solution_str!r}")
+
+    with pytest.raises(RuntimeError, match="cannot judge"):
+        _score(broken, service(max_batch=8), 3)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "message"),
+    [
+        ("/v1/completions", _request("a"), 404, "only POST /v1/chat/completions"),
+        ("/v1/chat/completions", {"prompt": "a"}, 400, "with a 'messages' list"),
+        ("/v1/chat/completions", {**_request("a"), "n": 2}, 400, "n is 2"),
+    ],
+)
+def test_requests_the_judge_cannot_serve_are_answered_with_the_reason(
+    service, path, body, status, message
+):
+    judge = service(max_batch=8)
+    request = urllib.request.Request(f"http://{judge.address}{path}", json.dumps(body).encode())
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(request)
+    assert error.value.code == status
+    assert message in json.loads(error.value.read())["error"]["message"]
