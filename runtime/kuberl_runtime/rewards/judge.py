@@ -32,6 +32,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import torch.distributed as dist
+
 from kuberl_api.plan.reward_judge import JudgePlan
 from kuberl_api.plan.sections import RewardFunctionPlan
 from kuberl_runtime.rewards.judge_http import ChatRequest, JudgeServer
@@ -247,7 +249,23 @@ class JudgedFunction:
         return bool(self.inner.batch)
 
     def __call__(self, *columns: Sequence[Any]) -> list[Any]:
+        """Each rank judges every world_size-th row (all ranks score the same batch) and the
+        results are gathered, so no response is judged twice."""
+        world, rank = _world()
+        if world == 1:
+            return self._judge(columns)
+        mine = self._judge(tuple(list(column[rank::world]) for column in columns))
+        parts: list[Any] = [None] * world
+        dist.all_gather_object(parts, mine)
+        results: list[Any] = [None] * len(columns[0])
+        for owner, part in enumerate(parts):
+            results[owner::world] = part
+        return results
+
+    def _judge(self, columns: Sequence[Sequence[Any]]) -> list[Any]:
         rows = len(columns[0])
+        if not rows:
+            return []
         if self.inner.batch or inspect.iscoroutinefunction(self.inner.fn):
             return list(self.service.run(lambda: self.inner(*columns), rows))
         # A plain function blocks on each request: run the rows side by side, as verl's reward
@@ -263,6 +281,12 @@ class JudgedFunction:
 
     def close(self) -> None:
         self.service.close()
+
+
+def _world() -> tuple[int, int]:
+    if not dist.is_initialized():
+        return 1, 0
+    return dist.get_world_size(), dist.get_rank()
 
 
 def judged_reward_manager(

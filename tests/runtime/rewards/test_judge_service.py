@@ -1,11 +1,14 @@
 """The judge's endpoint and batcher (rewards/judge.py, judge_http.py) with a stand-in engine:
 verl-style judge functions, plain or async, get their chat completions over HTTP, and the
 requests of one reward pass reach the engine in batches of up to max_num_seqs (a plain function
-runs up to 32 rows side by side); bad requests get an OpenAI-style error naming the problem."""
+runs up to 32 rows side by side); on 2 ranks each rank judges half the rows and both return all
+results; bad requests get an OpenAI-style error naming the problem."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -13,6 +16,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+import torch.distributed as dist
 
 from kuberl_runtime.rewards.function import RewardFunction
 from kuberl_runtime.rewards.judge import JudgedFunction, JudgeService
@@ -116,3 +120,35 @@ def test_requests_the_judge_cannot_serve_are_answered_with_the_reason(
         urllib.request.urlopen(request)
     assert error.value.code == status
     assert message in json.loads(error.value.read())["error"]["message"]
+
+
+def _rank(rank: int, store: str) -> None:
+    dist.init_process_group("gloo", store=dist.FileStore(store, 2), rank=rank, world_size=2)
+    judge = JudgeService(LengthJudge(), max_batch=64)
+    results = _score(plain_judge, judge, 11)
+    print(json.dumps({"results": results, "batches": judge.engine.batches}))
+    judge.close()
+    dist.destroy_process_group()
+
+
+@pytest.mark.skipif(dist.is_initialized(), reason="spawns its own ranks")
+def test_two_ranks_judge_half_each_and_return_every_result(tmp_path):
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__, str(rank), str(tmp_path / "store")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
+    outputs = [proc.communicate(timeout=120) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], [err[-2000:] for _, err in outputs]
+    ranks = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+    expected = [float(n % 10) for n in range(11)]
+    assert ranks[0]["results"] == ranks[1]["results"] == expected
+    assert [r["batches"] for r in ranks] == [[6], [5]]  # rows 0, 2, ..., 10 and 1, 3, ..., 9
+
+
+if __name__ == "__main__":
+    _rank(int(sys.argv[1]), sys.argv[2])
