@@ -12,15 +12,18 @@ import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 import torch.distributed as dist
 
-from kuberl_runtime.rewards.function import RewardFunction
+from kuberl_runtime.rewards.function import RewardFunction, load_custom_reward_function
 from kuberl_runtime.rewards.judge import JudgedFunction, JudgeService
 from kuberl_runtime.rewards.judge_http import ChatRequest
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 @dataclass
@@ -120,6 +123,30 @@ def test_requests_the_judge_cannot_serve_are_answered_with_the_reason(
         urllib.request.urlopen(request)
     assert error.value.code == status
     assert message in json.loads(error.value.read())["error"]["message"]
+
+
+@dataclass
+class ScriptedJudge(LengthJudge):
+    """Replies with the prompt's answer line read back as the grade ('7' -> 'Grade: 7')."""
+
+    def complete(self, requests: list[ChatRequest]) -> list[str]:
+        self.batches.append(len(requests))
+        answers = [r.messages[-1]["content"].split("Answer to grade:\n")[1] for r in requests]
+        return [f"Reasoning...\nGrade: {a.splitlines()[0]}" for a in answers]
+
+
+def test_the_example_judge_function_grades_from_the_last_number(service):
+    judge = service(max_batch=8)
+    fn = load_custom_reward_function(
+        EXAMPLES / "llm_judge.py",
+        reward_kwargs={"reward_router_address": judge.address, "max_score": 10},
+    )
+    judge.engine = ScriptedJudge()
+    answers = ["7", "10", "no grade", "11", "2.5"]
+    results = JudgedFunction(fn, judge)(["s"] * 5, answers, ["x"] * 5, [{"question": "q"}] * 5)
+    assert [r["score"] for r in results] == [0.7, 1.0, 0.0, 0.0, 0.25]
+    assert [r["judge_parsed"] for r in results] == [1.0, 1.0, 0.0, 0.0, 1.0]
+    assert judge.engine.batches == [5]
 
 
 def _rank(rank: int, store: str) -> None:

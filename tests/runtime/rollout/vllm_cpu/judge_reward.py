@@ -8,15 +8,12 @@ import json
 
 import aiohttp
 
-TEMPLATE = """You are given a problem and a proposed solution.
+TEMPLATE = """Grade this answer.
 
-Problem:
-{problem}
+Question: {problem}
+Answer: {solution}
 
-Solution:
-{solution}
-
-Rate the solution from 0 to 9. Only output the score as a single number."""
+Reply with one digit, 0 (wrong) to 9 (fully right), and nothing else."""
 
 
 async def compute_score(
