@@ -2,7 +2,8 @@
 
 The operator turns on each head's token lock through ``RayCluster.spec.authOptions``. A KubeRay
 whose CRD lacks the field prunes it silently and every head runs unauthenticated, so the operator
-refuses to start there, saying what to upgrade.
+refuses to start there, saying what to upgrade. A namespaced install may not read CRDs at all
+(cluster-scoped): it starts with a warning, and the per-attempt head probe (attempts) guards it.
 """
 
 import logging
@@ -48,6 +49,14 @@ def kuberay_problem(api: client.ApiClient) -> str | None:
     try:
         crd = api.sanitize_for_serialization(extensions.read_custom_resource_definition(CRD_NAME))
     except ApiException as err:
+        if err.status == 403:  # a namespaced install holds no cluster-wide read of CRDs
+            log.warning(
+                "cannot read the CRD %s (HTTP 403: no cluster-wide read in this install), so "
+                "KubeRay's head lock is not checked at start; each attempt still probes its head "
+                "and fails HeadUnauthenticated if the head answers without the token",
+                CRD_NAME,
+            )
+            return None
         if err.status != 404:
             return f"could not read the CRD {CRD_NAME} (HTTP {err.status} {err.reason})"
         crd = None
