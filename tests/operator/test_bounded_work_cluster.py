@@ -101,9 +101,14 @@ def test_bad_specs_are_refused_within_a_bound_while_a_good_job_goes_on(
     assert "spec.workerPools[0].affinity.a.a" in messages["deep"]
     assert "spec.env[0].name: is set by the operator" in messages["unlocked"]
     assert "'RAY_AUTH_MODE'" in messages["unlocked"]
-    assert jobs.rayclusters() and all(
-        rc["metadata"]["labels"]["kuberl.io/job"] == "good" for rc in jobs.rayclusters()
+    # The good job goes on to its RayCluster (polled: created after Validated, and deleted
+    # again once its attempt fails below); no bad job ever gets one.
+    wait_for(
+        "good's RayCluster or its failed attempt",
+        lambda: jobs.rayclusters() or jobs.status("good").get("attempts"),
+        timeout=300,
     )
+    assert all(rc["metadata"]["labels"]["kuberl.io/job"] == "good" for rc in jobs.rayclusters())
 
     # The good job's head answers without a token: its attempt fails, nothing is submitted.
     failed = wait_for(

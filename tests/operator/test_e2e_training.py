@@ -113,7 +113,9 @@ def test_ray_job_stopped_mid_training_resumes_from_checkpoint(
 
     first, second = status["attempts"]
     resumed = second["resumedFromStep"]
-    assert resumed >= SAVE_FREQ and resumed % SAVE_FREQ == 0
+    # The stopped driver has its ranks save at the step in flight (trainer/preemption.py), so
+    # the resume step is the last step reached, not only a multiple of save_freq.
+    assert resumed >= SAVE_FREQ
     assert first["result"] == "Failed" and second["result"] == "Succeeded"
     assert status["restarts"] == 1 and second["rayCluster"] == "bumpy-a2"
     log = ray_head["client"].logs_tail("bumpy-2", max_chars=200_000)
@@ -123,7 +125,7 @@ def test_ray_job_stopped_mid_training_resumes_from_checkpoint(
     assert found, log[-3000:]
     actual = int(found.group(2))
     assert found.group(1) == str(af / "checkpoints" / f"global_step_{actual}")
-    assert actual >= resumed and actual % SAVE_FREQ == 0
+    assert actual >= resumed
     assert status["progress"]["globalStep"] == TOTAL_STEPS
 
     # The trainer resumes exactly: the same numbers and the same final model as without the stop.

@@ -11,11 +11,9 @@ from typing import Any
 
 import pytest
 
-from support.rljobs import Jobs, fake_job, wait_for
+from support.rljobs import Jobs, fake_job, no_rayclusters_quota, wait_for
 
 pytestmark = pytest.mark.cluster
-
-QUOTA = "count/rayclusters.ray.io"
 
 
 @pytest.fixture
@@ -36,18 +34,6 @@ def condition(jobs: Jobs, name: str, type_: str, status: str = "True") -> dict[s
         lambda: (c := jobs.condition(name, type_)).get("status") == status and c,
         timeout=120,
     )
-
-
-def no_rayclusters_quota(kube_api: Any, namespace: str) -> None:
-    """A ResourceQuota allowing no RayCluster, its usage filled in as the quota controller
-    would (this control plane may run none)."""
-    from kubernetes import client
-
-    core = client.CoreV1Api(kube_api)
-    body = {"metadata": {"name": "no-rayclusters"}, "spec": {"hard": {QUOTA: "0"}}}
-    core.create_namespaced_resource_quota(namespace, body)
-    status = {"status": {"hard": {QUOTA: "0"}, "used": {QUOTA: "0"}}}
-    core.patch_namespaced_resource_quota_status("no-rayclusters", namespace, status)
 
 
 def test_refusals_and_cycles_end_with_a_reason(

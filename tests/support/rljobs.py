@@ -127,3 +127,17 @@ def crd_established(kube_api: Any) -> bool:
         return False
     conditions = crd.status.conditions or []
     return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+
+def no_rayclusters_quota(kube_api: Any, namespace: str, name: str = "no-rayclusters") -> None:
+    """A ResourceQuota allowing no RayCluster, its usage filled in as the quota controller
+    would (this control plane may run none)."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(kube_api)
+    hard = {"count/rayclusters.ray.io": "0"}
+    core.create_namespaced_resource_quota(
+        namespace, {"metadata": {"name": name}, "spec": {"hard": hard}}
+    )
+    status = {"status": {"hard": hard, "used": {"count/rayclusters.ray.io": "0"}}}
+    core.patch_namespaced_resource_quota_status(name, namespace, status)
