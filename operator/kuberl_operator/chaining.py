@@ -118,7 +118,8 @@ def dependencies_allow_start(kube: JobReader, state: JobState, missing_seconds: 
     verdict = judge_dependencies(
         state.ref.name, [(n, bodies[n]) for n in names if not (bodies[n] is None and n in seen)]
     )
-    if verdict.outcome == "waiting":
+    if verdict.outcome != "ready" and verdict.reason != "DependencyCycle":
+        # a cycle is named as such even when another of its jobs has already failed for it
         cycle = find_cycle(
             state.ref.name,
             names,
@@ -129,7 +130,9 @@ def dependencies_allow_start(kube: JobReader, state: JobState, missing_seconds: 
         if cycle:
             message = "a dependsOn cycle never starts: " + " -> ".join(cycle)
             verdict = Verdict("failed", "DependencyCycle", message)
-        elif overdue := _missing_overdue(state, bodies, seen, missing_seconds):
+        elif verdict.outcome == "waiting" and (
+            overdue := _missing_overdue(state, bodies, seen, missing_seconds)
+        ):
             verdict = overdue
     if verdict.outcome == "failed":
         state.condition(WAITING_FOR_DEPENDENCY, False, verdict.reason, verdict.message)

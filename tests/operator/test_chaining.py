@@ -109,6 +109,17 @@ def test_a_cycle_of_any_length_fails_naming_its_path(config):
     assert harness.kube.created == []
 
 
+def test_a_cycle_is_named_even_after_another_of_its_jobs_failed_for_it(config):
+    """The cycle's jobs are reconciled in any order: the last one still says why, not only
+    that its dependency failed."""
+    harness = Harness(job("a", None, depends_on=["b"]), config)
+    harness.kube.jobs["b"] = job("b", "Failed", depends_on=["c"])  # failed DependencyCycle
+    harness.kube.jobs["c"] = job("c", "Pending", depends_on=["a"])
+    assert harness.reconcile()["phase"] == "Failed"
+    failed = harness.condition("Failed")
+    assert failed["reason"] == "DependencyCycle" and "a -> b -> c -> a" in failed["message"]
+
+
 def test_a_long_chain_without_a_cycle_just_waits(config):
     harness = Harness(job("j0", None, depends_on=["j1"]), config)
     for i in range(1, 100):
