@@ -52,7 +52,10 @@ def test_sigterm_to_the_driver_checkpoints_every_rank_and_resumes(
     assert driver.returncode == 128 + signal.SIGTERM, stderr[-5000:]
     assert "asking the ranks to checkpoint and stop" in stderr
     saved = CheckpointManager(out, RankInfo(0, 1, 0)).complete_steps()
-    assert len(saved) == 1 and saved[0] in (before, before + 1) and saved[0] < STEPS, saved
+    # The driver notices the signal within its 1 s wait and the ranks at their next step end:
+    # one checkpoint, at or after the step logged at the signal (nothing trained is lost), and
+    # before the end (the run did stop early). Under load the ranks may finish a step more.
+    assert len(saved) == 1 and before <= saved[0] < STEPS, (before, saved)
     assert not list(Path(out).glob(".kuberl-stop-*"))  # the driver removed its stop file
 
     resumed = run_train(config, tmp_path)  # the next attempt (here: local ranks)

@@ -18,7 +18,9 @@ def model_dir(tmp_path_factory):
 
 
 def _optimised(model) -> set[int]:
-    optim = OptimPlan.model_construct(lr=1e-3, betas=[0.9, 0.999], weight_decay=0.0)
+    optim = OptimPlan.model_construct(
+        lr=1e-3, betas=[0.9, 0.999], weight_decay=0.0, optimizer="AdamW"
+    )
     return {id(p) for group in build_optimizer(model, optim).param_groups for p in group["params"]}
 
 
