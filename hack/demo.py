@@ -189,6 +189,8 @@ class Demo:
             "--poll-interval", "2",
             "--metrics-host", "127.0.0.1", "--metrics-port", str(metrics),
             "--liveness", f"http://127.0.0.1:{liveness}/healthz",
+            # the Lease where the chart's leader-election Role grants it (in a pod: its namespace)
+            "--leader-election-namespace", CHART_NAMESPACE,
         ]  # fmt: skip
         # In real pods the operator finds each head from its pods (host IP, allocated port) and
         # the runtime reports with the token mounted in its pod.
