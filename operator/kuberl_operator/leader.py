@@ -2,7 +2,8 @@
 
 A second operator (a second release, `kubectl scale`, a local `kuberl operator`) would reconcile
 every job a second time and fail running attempts, so each operator first takes a
-coordination.k8s.io Lease (by default `kuberl-operator` in the operator's namespace) and only
+coordination.k8s.io Lease (by default `kuberl-operator` in the operator's namespace, see
+`lease_namespace`) and only
 then starts kopf. Why a Lease and not kopf's peering: peering pauses the lower-priority operator
 only after it has seen the other's keep-alive, so two operators starting together both act
 until then, and two with equal priority both pause; a Lease is taken with the API server's
@@ -26,7 +27,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,12 +36,15 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 from kubernetes import client
+from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
 
 log = logging.getLogger(__name__)
 
 SA_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DISABLED = "none"
+CHART_NAMESPACE = "kuberl-system"
+"""The namespace the chart's README installs it into."""
 
 
 @dataclass(frozen=True)
@@ -53,13 +57,33 @@ class LeaseSettings:
     retry_s: float = 2.0
 
 
-def lease_namespace(configured: str | None, operator_namespace: str | None) -> str:
-    """The flag, else the operator's namespace, else its pod's, else `default`."""
-    if configured or operator_namespace:
-        return str(configured or operator_namespace)
-    if SA_NAMESPACE_FILE.is_file():
-        return SA_NAMESPACE_FILE.read_text().strip()
-    return "default"
+def lease_namespace(
+    configured: str | None,
+    operator_namespace: str | None,
+    environ: Mapping[str, str] = os.environ,
+    sa_file: Path = SA_NAMESPACE_FILE,
+) -> str:
+    """Where the Lease lives: the flag, else the operator's namespace, else `POD_NAMESPACE`, else
+    the pod's own (in a cluster), else the kubeconfig context's namespace, else the chart's
+    default namespace (`kuberl-system`, where the README installs the chart and its Role grants
+    the Lease): an operator run on a laptop against an installed chart finds the chart's Lease
+    instead of looking in `default`, where nothing is granted."""
+    for candidate in (configured, operator_namespace, environ.get("POD_NAMESPACE")):
+        if candidate:
+            return candidate
+    if sa_file.is_file():
+        return sa_file.read_text().strip()
+    return kubeconfig_namespace(environ.get("KUBECONFIG")) or CHART_NAMESPACE
+
+
+def kubeconfig_namespace(path: str | None) -> str | None:
+    """The namespace of the kubeconfig's current context ($KUBECONFIG's files merged as kubectl
+    does, else ~/.kube/config), or None when it sets none or there is no kubeconfig to read."""
+    try:
+        _, active = kube_config.list_kube_config_contexts(config_file=path or None)
+    except (kube_config.ConfigException, OSError):
+        return None
+    return ((active or {}).get("context") or {}).get("namespace") or None
 
 
 def new_identity() -> str:
