@@ -16,9 +16,12 @@ Layout of one step (all ranks write their own shards):
 A step is written into `.tmp-global_step_N/`, fsynced (every file, then every directory), marked
 complete, renamed to `global_step_N/` only when every rank has finished, and only then is the
 tracker updated (fsync before each rename, and of the parent after it); leftovers of an interrupted
-write are removed at start-up. Retention removes whole step directories, oldest first, never the
-newest. Every file read back is read with `weights_only=True`: a checkpoint holds tensors and
-plain containers only, so whoever can write the volume cannot run code in a resume.
+write are removed at start-up. On nodes that do not share `default_local_dir` (each pod its own
+disk, checkpoints kept on object storage by the mirror), each node's local rank 0 makes and
+publishes that node's own copy of the step, holding its ranks' shards. Retention removes whole
+step directories, oldest first, never the newest. Every file read back is read with
+`weights_only=True`: a checkpoint holds tensors and plain containers only, so whoever can write
+the volume cannot run code in a resume.
 """
 
 from __future__ import annotations
@@ -107,7 +110,7 @@ class CheckpointManager:
         return steps[-1] if steps else None
 
     def remove_partial_writes(self) -> None:
-        if self.ranks.is_main and self.root.is_dir():
+        if self.ranks.local_rank == 0 and self.root.is_dir():  # every node's own disk
             for path in self.root.glob(f"{_TMP_PREFIX}global_step_*"):
                 logger.warning("removing interrupted checkpoint write %s", path)
                 shutil.rmtree(path, ignore_errors=True)
@@ -119,6 +122,9 @@ class CheckpointManager:
         if self.ranks.is_main:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
+        barrier()
+        if self.ranks.local_rank == 0:  # a node whose disk is not rank 0's
+            tmp.mkdir(parents=True, exist_ok=True)
         barrier()
         for name, (model, optimizer) in state.modules.items():
             payload = self._payload(name, model, optimizer, "save")
@@ -137,6 +143,9 @@ class CheckpointManager:
         if self.ranks.is_main:
             self._publish(tmp, final, step)
         barrier()
+        if self.ranks.local_rank == 0 and tmp.is_dir():  # still there: not rank 0's disk
+            self._publish(tmp, final, step)
+        barrier()
         return final
 
     def _publish(self, tmp: Path, final: Path, step: int) -> None:
@@ -150,6 +159,9 @@ class CheckpointManager:
         fsync_path(self.root)
         write_atomically(self.root / TRACKER_FILE, f"{step}\n")
         self._prune(keep_step=step)
+
+    def finish(self) -> None:
+        """Called once the run's last checkpoint is saved: local saves are done already."""
 
     def load(self, step_dir: Path, state: TrainState) -> None:
         """Restore what `load_contents` asks for in place; fills `state.extra` and `state.data`.
