@@ -45,6 +45,7 @@ def test_verls_gsm8k_multi_turn_config_resolves_into_the_plan():
         MT + "tokenization_sanity_check_mode": "ignore_strippable",
         MT + "function_tool_path": "/tools/functions.py",
         MT + "max_user_turns": 4,
+        MT + "tool_timeout": 2.5,
     }
     result = _validate(settings)
     assert result.ok, [p.render() for p in result.errors]
@@ -56,6 +57,7 @@ def test_verls_gsm8k_multi_turn_config_resolves_into_the_plan():
     assert (plan.max_parallel_calls, plan.max_tool_response_length) == (2, 64)
     assert plan.tool_response_truncate_side == "left"
     assert plan.tokenization_sanity_check_mode == "ignore_strippable"
+    assert plan.tool_timeout == 2.5
 
 
 def test_off_by_default_with_verls_defaults():
@@ -63,6 +65,7 @@ def test_off_by_default_with_verls_defaults():
     assert not plan.enable and plan.default_agent_loop == "single_turn_agent"
     assert (plan.max_assistant_turns, plan.max_parallel_calls) == (0, 1)
     assert (plan.max_tool_response_length, plan.tool_response_truncate_side) == (256, "middle")
+    assert plan.tool_timeout == 60.0  # kuberl's key; verl's agent loop has no tool timeout
 
 
 @pytest.mark.parametrize(
@@ -75,6 +78,7 @@ def test_off_by_default_with_verls_defaults():
         (MT + "tool_response_truncate_side", "both", "middle"),
         (MT + "tokenization_sanity_check_mode", "lenient", "strict"),
         (MT + "max_parallel_calls", 0, "greater than 0"),
+        (MT + "tool_timeout", 0, "greater than 0"),
         (R + "calculate_log_probs", True, "calculate_log_probs: false"),
         ("data.return_raw_chat", False, "return_raw_chat: true"),
     ],

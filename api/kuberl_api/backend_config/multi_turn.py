@@ -29,6 +29,12 @@ class MultiTurnConfig(ConfigModel):
     tokenization_sanity_check_mode: Literal["strict", "ignore_strippable", "disable"] = "strict"
     format: str = Field("hermes", description="The tool-call format the policy writes.")
     num_repeat_rollouts: int | None = None
+    tool_timeout: float = Field(
+        60.0,
+        gt=0,
+        description="kuberl option (verl has no such key): seconds each tool call may run before "
+        "it fails and the policy reads the timeout.",
+    )
 
 
 class CustomAsyncServerConfig(ConfigModel):

@@ -23,6 +23,7 @@ KEYS = [
             "max_tool_response_length",
             "tool_response_truncate_side",
             "tokenization_sanity_check_mode",
+            "tool_timeout",  # kuberl extension: verl's agent loop waits on a tool forever
         )
     ],
     honoured(MT + "tool_config_path", TOOLS),

@@ -20,4 +20,5 @@ def multi_turn_section(r: RolloutConfig) -> MultiTurnPlan:
         tool_response_truncate_side=m.tool_response_truncate_side,
         tokenization_sanity_check_mode=m.tokenization_sanity_check_mode,
         default_agent_loop=agent,
+        tool_timeout=m.tool_timeout,
     )

@@ -235,6 +235,8 @@ class MultiTurnPlan(Frozen):
     tool_response_truncate_side: Literal["left", "right", "middle"] = "middle"
     tokenization_sanity_check_mode: Literal["strict", "ignore_strippable", "disable"] = "strict"
     default_agent_loop: Literal["single_turn_agent", "tool_agent"] = "single_turn_agent"
+    tool_timeout: float = 60.0
+    """Seconds a tool call may run (kuberl's ``multi_turn.tool_timeout``)."""
 
 
 class RolloutPlan(Frozen):

@@ -42,6 +42,7 @@ class MultiTurnGenerator:
             tool_response_truncate_side=m.tool_response_truncate_side,
             tokenization_sanity_check_mode=m.tokenization_sanity_check_mode,
             default_agent_loop=m.default_agent_loop,
+            tool_timeout_s=m.tool_timeout,
         )
         self.train_metrics: dict[str, float] = {}
 

@@ -363,3 +363,50 @@ def test_every_turn_is_rendered_with_the_datas_chat_template_kwargs():
     assert prompt.startswith("<|im_start|>user!\napples?")
     assert "<|im_start|>tool!\n6<|im_end|>\n<|im_start|>assistant!\n" in response
     assert metrics["multi_turn/tokenization_mismatches"] == 0
+
+
+SLOW_FUNCTION = '''import time
+
+
+def wait(seconds: int) -> str:
+    """Sleep, then say so.
+
+    Args:
+        seconds: how long to sleep
+    """
+    time.sleep(seconds)
+    return "slept"
+'''
+
+
+def test_the_tool_timeout_key_cuts_a_slow_tool_and_the_rollout_goes_on(tokenizer, tmp_path):
+    """``multi_turn.tool_timeout`` (kuberl's key) resolves into the plan and the trainer's
+    generator honours it: a 30 s function tool fails at 0.5 s and the row goes on to its answer."""
+    import yaml
+
+    from kuberl_api.plan import build_run_plan
+    from kuberl_api.validation import Document, DocumentKind, validate_document
+    from kuberl_runtime.trainer.multi_turn import MultiTurnGenerator
+
+    tools = tmp_path / "slow.py"
+    tools.write_text(SLOW_FUNCTION)
+    tree = yaml.safe_load((TOKENIZER_DIR.parents[1] / "demo.yaml").read_text())
+    tree["data"]["return_raw_chat"] = True
+    rollout = tree["actor_rollout_ref"]["rollout"]
+    rollout["multi_turn"] = {"enable": True, "function_tool_path": str(tools), "tool_timeout": 0.5}
+    rollout["agent"] = {"default_agent_loop": "tool_agent"}
+    result = validate_document(Document(DocumentKind.BACKEND_CONFIG, tree, "", "t.yaml", {}))
+    assert result.ok, [p.render() for p in result.errors]
+    plan = build_run_plan(result.backend_config)
+    assert plan.rollout.multi_turn.tool_timeout == 0.5
+    call = '<tool_call>{"name": "wait", "arguments": {"seconds": 30}}</tool_call>'
+    policy = ScriptedPolicy(tokenizer, {"slow?": [call, "#### 6"]})
+    generator = MultiTurnGenerator(
+        plan, policy, tokenizer, ONE_RANK, eos_ids=[tokenizer.eos_token_id], pad_id=0
+    )
+    batch = generator.generate(_batch(tokenizer, ["slow?"]), SamplingParams(response_length=200), 0)
+    metrics = generator.pop_metrics()
+    assert metrics["tool/wait/calls"] == 1 and metrics["tool/wait/failures"] == 1
+    text = tokenizer.decode(batch["responses"][0])
+    assert "timed out after 0.5s" in text and text.count("#### 6") == 1
+    assert len(policy.contexts) == 2  # the policy read the failure and answered
