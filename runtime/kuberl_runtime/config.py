@@ -25,6 +25,7 @@ from kuberl_api.plan.version import PLAN_VERSION, PlanFileError
 from kuberl_api.validation.problems import Problem, SpecInvalid
 from kuberl_runtime.installed import installed
 from kuberl_runtime.tracking.external import INSTALL_HINTS, missing_trackers
+from kuberl_runtime.trainer.start_checks import start_refusals
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,9 @@ def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (
 
 def check_runtime(run: RunConfig, config_path: str = "") -> None:
     """What the plan asks of this image: wandb / mlflow / swanlab in trainer.logger and the vLLM
-    rollout must be importable where the run trains. ``config_path``: where the config sits in
-    its file."""
+    rollout must be importable where the run trains; and the models' own refusals
+    (``trainer/start_checks.py``), for a model validation could not read. ``config_path``: where
+    the config sits in its file."""
     prefix = f"{config_path}." if config_path else ""
     problems = [
         Problem(
@@ -104,6 +106,9 @@ def check_runtime(run: RunConfig, config_path: str = "") -> None:
                 "vllm",
             )
         )
+    problems += [  # what the models' config.json rules out (validation read what it could)
+        Problem(f"{prefix}{r.key}", r.message, r.fix, r.value) for r in start_refusals(run.plan)
+    ]
     if problems:
         raise SpecInvalid(problems)
 

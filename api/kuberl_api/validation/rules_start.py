@@ -1,7 +1,7 @@
 """What the runtime would refuse at start from the config alone, refused here first.
 
 Each rule mirrors one refusal the runtime makes when it builds its components (the runtime keeps
-its own check for callers that skip validation); ``tests/api/test_start_refusals.py`` holds the
+its own check for callers that skip validation); ``tests/runtime/test_start_refusals.py`` holds the
 two side by side, so a job that validates is never refused at start for the same reason.
 """
 
@@ -11,6 +11,7 @@ from kuberl_api.backend_config import BackendConfig
 from kuberl_api.backend_config.model import ModelConfig
 from kuberl_api.plan.sections import BUILTIN_REWARD_KWARGS
 from kuberl_api.validation.problems import Problem, join_path
+from kuberl_api.validation.rules_model import check_model
 
 
 def check_lora_adapter(model: ModelConfig, path: str) -> list[Problem]:
@@ -58,7 +59,7 @@ def check_fsdp_size(fsdp_size: int, world: int, path: str) -> list[Problem]:
 
 
 def check_start(cfg: BackendConfig, bc: str) -> list[Problem]:
-    """The PPO/GRPO tree's start refusals."""
+    """The PPO/GRPO tree's start refusals (the model-dependent ones: ``rules_model.py``)."""
     model_path = join_path(bc, "actor_rollout_ref", "model")
     fn = cfg.custom_reward_function
     world = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node
@@ -73,4 +74,5 @@ def check_start(cfg: BackendConfig, bc: str) -> list[Problem]:
             actor_fsdp, world, join_path(bc, "actor_rollout_ref", "actor", "fsdp_config")
         )
         + check_fsdp_size(critic_fsdp, world, join_path(bc, "critic", "model", "fsdp_config"))
+        + check_model(cfg, bc)
     )

@@ -38,6 +38,8 @@ import torch.nn.functional as F
 from torch import nn
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, AttentionInterface
 
+from kuberl_api.plan.model_files import check_heads  # the rule validation applies too
+
 logger = logging.getLogger(__name__)
 
 ULYSSES_ATTENTION = "kuberl_ulysses"
@@ -76,16 +78,6 @@ def build_ulysses_group(sp_size: int, device_type: str) -> UlyssesGroup:
     return UlyssesGroup(
         group=mesh["sp"].get_group(), size=sp_size, rank=mesh["sp"].get_local_rank()
     )
-
-
-def check_heads(num_attention_heads: int, num_key_value_heads: int, sp_size: int) -> str | None:
-    """Why `sp_size` cannot split these heads, or None. KV heads fewer than sp are replicated
-    (verl's rule), which needs sp to be a multiple of them."""
-    if num_attention_heads % sp_size:
-        return f"num_attention_heads={num_attention_heads} is not divisible by it"
-    if num_key_value_heads % sp_size and sp_size % num_key_value_heads:
-        return f"num_key_value_heads={num_key_value_heads} neither divides nor is divisible by it"
-    return None
 
 
 def ulysses_model(

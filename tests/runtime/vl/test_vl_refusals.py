@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kuberl_api.backend_config import BackendConfig
+from kuberl_api.plan import build_run_plan
+from kuberl_api.validation.problems import SpecInvalid
 from kuberl_runtime.config import run_config_from_dict
 from kuberl_runtime.trainer.components import _vision_processor
 
@@ -49,5 +52,10 @@ def test_a_critic_on_a_vl_model_is_refused(tree, processor):
         "ppo_mini_batch_size": 4,
         "ppo_micro_batch_size_per_gpu": 8,
     }
+    # Validation reads the model's config.json and refuses it (kuberl_api/plan/model_rules.py).
+    with pytest.raises(SpecInvalid, match=r"critic\.enable: a critic on a vision-language"):
+        run_config_from_dict(tree)
+    # A plan that skipped validation: the component build refuses it too.
+    plan = build_run_plan(BackendConfig.model_validate(tree))
     with pytest.raises(ValueError, match=r"critic\.enable with a vision-language model"):
-        _processor(tree, processor)
+        _vision_processor(plan, processor.tokenizer)
