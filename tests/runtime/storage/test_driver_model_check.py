@@ -51,3 +51,8 @@ def test_the_driver_refuses_a_critic_on_a_remote_vl_model(s3_server, s3_bucket, 
     assert f"s3://{s3_bucket}/models/vl/config.json" in problem.message
     assert "grpo" in problem.hint
     check_runtime(_run(f"s3://{s3_bucket}/models/text"))  # a text model's critic starts
+    # What the driver cannot read (no config.json there, a denied credential) it leaves to the
+    # ranks, whose initializer names the URL or the Secret (test_s3_inputs_train.py).
+    check_runtime(_run(f"s3://{s3_bucket}/models/missing"))
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-value")
+    check_runtime(_run(f"s3://{s3_bucket}/models/vl"))
