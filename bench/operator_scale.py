@@ -1,17 +1,18 @@
-"""The operator under load: N RLTrainingJobs applied at once, against N KubeRay RayJobs.
+"""The operator under load: N RLTrainingJobs applied at once, beside KubeRay reconciling the very
+RayClusters they get, in the same run on the same control plane.
 
-    python bench/operator_scale.py            # N=200 on a fresh local control plane
+    python bench/operator_scale.py --n 1000 --out bench/results/operator_scale-1000.txt
     python bench/operator_scale.py --n 50 --kubeconfig .cluster/kubeconfig  # a running one
 
-For each kind, N objects are created at once (a thread pool) and every RayCluster's ADDED event
-is timed from its owner's create call: apply→RayCluster p50/p99, the total from the first apply
-to the last RayCluster, and the controller's peak RSS. kuberl's jobs run the operator as a
-process (`python -m kuberl_operator`); the RayJobs (InteractiveMode: no submitter pod, KubeRay
-waits for a submission that never comes) get the very RayCluster spec kuberl built, so both sides
-create the same pods. Every pod asks for a node no pool has, so no cluster becomes ready and no
-Ray submission is reached. At the end every object must carry the right status — one RayCluster
-each, phase Provisioning with ClusterReady=False (kuberl), rayClusterName set (KubeRay) — so a
-lost update fails the run. Timings are printed, never asserted.
+kuberl's side: each job's apply → its RayCluster (ADDED) and → Validated=True in its status; the
+operator's requests (it talks to the API server through `kubectl proxy -v=6`, which logs every
+request, kopf's included), CPU seconds and peak RSS. KubeRay's side, on the same RayClusters: each
+RayCluster's ADDED → KubeRay's head Service for it and → its first status; KubeRay's CPU seconds
+over the same window and its peak RSS. Every pod asks for a node no pool has (the kwok pools hold
+220 pods, 1,000 jobs make 2,000), so no cluster becomes ready and nothing reaches Ray: both sides
+do the same provisioning work. At the end every job must carry the right status (one attempt,
+its RayCluster, Provisioning, Validated) and every RayCluster its head Service, so a lost update
+fails the run. Timings are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -19,107 +20,25 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "hack"), str(ROOT / "tests")]  # localcluster, support.rljobs
+sys.path[:0] = [str(ROOT / "hack"), str(ROOT / "tests"), str(ROOT / "bench")]
+
+from scale_watch import Process, Side, Stopwatch, namespace, validated, wait_for  # noqa: E402
 
 from support.rljobs import GROUP, PLURAL, VERSION, crd_established, fake_job  # noqa: E402
 
 NOWHERE = {"kuberl.io/bench": "no-such-node"}  # keeps every pod Pending: nothing gets submitted
-RAY = ("ray.io", "v1")
-
-
-@dataclass
-class Side:
-    """One controller's figures: per-object latencies (s), total (s), peak RSS (MiB)."""
-
-    name: str
-    latencies: list[float] = field(default_factory=list)
-    total: float = 0.0
-    peak_rss_mib: float = 0.0
-
-    def percentile(self, q: float) -> float:
-        ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-    def row(self) -> str:
-        return (f"{self.name:<8} n={len(self.latencies):<4} p50={self.percentile(0.5):7.3f}s "
-                f"p99={self.percentile(0.99):7.3f}s total={self.total:7.2f}s "
-                f"peak RSS={self.peak_rss_mib:7.1f} MiB")  # fmt: skip
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-class RayClusterWatch:
-    """Records when each RayCluster first appears (cluster-wide watch), sampling RSS meanwhile."""
-
-    def __init__(self, kube_api: Any) -> None:
-        from kubernetes import client
-
-        self.custom = client.CustomObjectsApi(kube_api)
-        self.seen: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
-        self.lock = threading.Lock()
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        from kubernetes import watch
-
-        version = self.custom.list_cluster_custom_object(*RAY, "rayclusters")["metadata"][
-            "resourceVersion"
-        ]
-        while not self.stopping.is_set():
-            stream = watch.Watch()
-            for event in stream.stream(self.custom.list_cluster_custom_object, *RAY, "rayclusters",
-                                       resource_version=version, timeout_seconds=5):  # fmt: skip
-                obj = event["object"]
-                version = obj["metadata"]["resourceVersion"]
-                key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
-                with self.lock:
-                    self.seen.setdefault(key, (time.monotonic(), obj))
-
-    def in_namespace(self, namespace: str) -> dict[str, tuple[float, dict[str, Any]]]:
-        with self.lock:
-            return {name: seen for (ns, name), seen in self.seen.items() if ns == namespace}
-
-
-def wait_for(what: str, predicate: Callable[[], Any], timeout: float, tick: Callable[[], None]):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        tick()
-        if value := predicate():
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-
-
-def create_all(create: Callable[[dict], Any], bodies: list[dict], threads: int) -> dict[str, float]:
-    """Create every body at once; return the monotonic time of each create call by name."""
-    started: dict[str, float] = {}
-
-    def one(body: dict) -> None:
-        started[body["metadata"]["name"]] = time.monotonic()
-        create(body)
-
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(one, bodies))
-    return started
 
 
 def bench_jobs(n: int) -> list[dict]:
@@ -132,133 +51,166 @@ def bench_jobs(n: int) -> list[dict]:
     return jobs
 
 
-def measure_kuberl(
-    kube_api: Any, watch: RayClusterWatch, namespace: str, n: int, operator_pid: int,
-    threads: int, timeout: float,
-) -> tuple[Side, dict[str, Any]]:  # fmt: skip
-    """Apply N jobs; time their RayClusters; check each job's status. Returns a cluster spec."""
-    custom = watch.custom
-    side = Side("kuberl")
-
-    def sample() -> None:
-        side.peak_rss_mib = max(side.peak_rss_mib, rss_mib(operator_pid))
-
-    def create(body: dict) -> None:
-        custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
-
-    started = create_all(create, bench_jobs(n), threads)
-    clusters = wait_for(f"{n} RayClusters from kuberl",
-                        lambda: (seen := watch.in_namespace(namespace)) and len(seen) >= n and seen,
-                        timeout, sample)  # fmt: skip
-    for at, obj in clusters.values():
-        owner = obj["metadata"]["labels"]["kuberl.io/job"]
-        side.latencies.append(at - started[owner])
-    side.total = max(at for at, _ in clusters.values()) - min(started.values())
-
-    def settled() -> bool:
-        items = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"]
-        return len(items) == n and all(_kuberl_settled(item) for item in items)
-
-    wait_for("every job Provisioning with ClusterReady=False", settled, timeout, sample)
-    listed = custom.list_namespaced_custom_object(*RAY, namespace, "rayclusters")["items"]
-    assert sorted(rc["metadata"]["name"] for rc in listed) == sorted(
-        f"load-{i}-a1" for i in range(n)
-    ), "a RayCluster is missing or duplicated"
-    return side, next(iter(clusters.values()))[1]["spec"]
-
-
-def _kuberl_settled(job: dict) -> bool:
+def settled(job: dict) -> bool:
     status = job.get("status") or {}
-    ready = next((c for c in status.get("conditions", []) if c["type"] == "ClusterReady"), {})
     attempts = status.get("attempts") or []
-    return (status.get("phase") == "Provisioning" and ready.get("status") == "False"
-            and len(attempts) == 1 and attempts[0].get("rayCluster")
-            == f"{job['metadata']['name']}-a1")  # fmt: skip
-
-
-def measure_kuberay(
-    watch: RayClusterWatch, namespace: str, n: int, cluster_spec: dict[str, Any],
-    kuberay_pid: int | None, threads: int, timeout: float,
-) -> Side:  # fmt: skip
-    custom = watch.custom
-    side = Side("KubeRay")
-
-    def sample() -> None:
-        if kuberay_pid:
-            side.peak_rss_mib = max(side.peak_rss_mib, rss_mib(kuberay_pid))
-
-    def create(body: dict) -> None:
-        custom.create_namespaced_custom_object(*RAY, namespace, "rayjobs", body)
-
-    bodies = [
-        {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": f"load-{i}"},
-         "spec": {"submissionMode": "InteractiveMode", "rayClusterSpec": cluster_spec}}
-        for i in range(n)
-    ]  # fmt: skip
-    started = create_all(create, bodies, threads)
-    clusters = wait_for(f"{n} RayClusters from KubeRay",
-                        lambda: (seen := watch.in_namespace(namespace)) and len(seen) >= n and seen,
-                        timeout, sample)  # fmt: skip
-    for at, obj in clusters.values():
-        [owner] = [ref["name"] for ref in obj["metadata"]["ownerReferences"]]
-        side.latencies.append(at - started[owner])
-    side.total = max(at for at, _ in clusters.values()) - min(started.values())
-
-    def settled() -> bool:
-        items = custom.list_namespaced_custom_object(*RAY, namespace, "rayjobs")["items"]
-        return len(items) == n and all((i.get("status") or {}).get("rayClusterName") for i in items)
-
-    wait_for("every RayJob naming its RayCluster", settled, timeout, sample)
-    listed = custom.list_namespaced_custom_object(*RAY, namespace, "rayclusters")["items"]
-    assert len(listed) == n, f"{len(listed)} RayClusters for {n} RayJobs"
-    return side
-
-
-@contextlib.contextmanager
-def namespace(kube_api: Any, prefix: str) -> Iterator[str]:
-    from kubernetes import client
-
-    core = client.CoreV1Api(kube_api)
-    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": name}})
-    try:
-        yield name
-    finally:
-        core.delete_namespace(name)
+    return (validated(job) and status.get("phase") == "Provisioning" and len(attempts) == 1
+            and attempts[0].get("rayCluster") == f"{job['metadata']['name']}-a1")  # fmt: skip
 
 
 def run(
-    kube_api: Any, ours: str, n: int, operator_pid: int, kuberay_pid: int | None,
-    threads: int = 8, timeout: float = 600,
+    kube_api: Any, namespace: str, n: int, operator: Process, kuberay: Process,
+    threads: int = 8, timeout: float = 600, requests: Any = None,
 ) -> tuple[Side, Side]:  # fmt: skip
-    """Both sides in one run: kuberl's jobs in `ours` (watched by the operator), then RayJobs."""
-    watch = RayClusterWatch(kube_api)
-    watch.thread.start()
-    time.sleep(0.5)  # let the watch open before the first create
+    """Apply N jobs in `namespace` (watched by the operator); time both controllers' work."""
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(kube_api)
+    watch = Stopwatch(kube_api, namespace)
+    watch.start()
+    ours, theirs = Side("kuberl", operator), Side("KubeRay", kuberay)
+    ours.begin(), theirs.begin()
+    started: dict[str, float] = {}
+
+    def create(body: dict) -> None:
+        started[body["metadata"]["name"]] = time.monotonic()
+        custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+
     try:
-        kuberl, cluster_spec = measure_kuberl(kube_api, watch, ours, n, operator_pid, threads,
-                                              timeout)  # fmt: skip
-        print(kuberl.row(), flush=True)  # kept even if the KubeRay side then times out
-        with namespace(kube_api, "rayjobs") as theirs:
-            kuberay = measure_kuberay(watch, theirs, n, cluster_spec, kuberay_pid, threads,
-                                      timeout)  # fmt: skip
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(create, bench_jobs(n)))
+        first = min(started.values())
+
+        def done() -> bool:
+            ours.sample(), theirs.sample()
+            return watch.complete(n)
+
+        wait_for(f"{n} jobs Validated with a RayCluster, each with KubeRay's head Service", done,
+                 timeout)  # fmt: skip
+        ours.end(), theirs.end()
+        for name, at in started.items():
+            cluster = watch.first_seen("rayclusters", f"{name}-a1")
+            ours.latencies.append(cluster - at)
+            ours.extra.setdefault("apply->Validated", []).append(
+                watch.first_seen("validated", name) - at
+            )
+            service = watch.first_seen("services", f"{name}-a1-head-svc")
+            theirs.latencies.append(service - cluster)
+            theirs.extra.setdefault("RayCluster->status", []).append(
+                watch.first_seen("clusterstatus", f"{name}-a1") - cluster
+            )
+        ours.total = max(watch.first_seen("rayclusters", f"{k}-a1") for k in started) - first
+        theirs.total = (
+            max(watch.first_seen("services", f"{k}-a1-head-svc") for k in started) - first
+        )
+        if requests is not None:
+            ours.requests = requests()
+        every_job = lambda: all(settled(j) for j in watch.jobs().values()) or None  # noqa: E731
+        wait_for("every job Provisioning with its one attempt", every_job, timeout)
+        listed = custom.list_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters")
+        names = sorted(rc["metadata"]["name"] for rc in listed["items"])
+        assert names == sorted(f"load-{i}-a1" for i in range(n)), "a RayCluster lost or doubled"
     finally:
-        watch.stopping.set()
-    return kuberl, kuberay
+        watch.stop()
+    return ours, theirs
 
 
-def report(kuberl: Side, kuberay: Side) -> str:
-    ratio = lambda a, b: a / b if b else float("nan")  # noqa: E731
-    return "\n".join([
-        kuberl.row(), kuberay.row(),
-        f"kuberl/KubeRay: p50 {ratio(kuberl.percentile(0.5), kuberay.percentile(0.5)):.2f}x  "
-        f"p99 {ratio(kuberl.percentile(0.99), kuberay.percentile(0.99)):.2f}x  "
-        f"total {ratio(kuberl.total, kuberay.total):.2f}x  "
-        f"peak RSS {ratio(kuberl.peak_rss_mib, kuberay.peak_rss_mib):.2f}x",
-    ])  # fmt: skip
+def report(kuberl: Side, kuberay: Side, n: int) -> str:
+    def ratio(a: float, b: float) -> str:
+        return f"{a / b:.2f}x" if b else "n/a"
+
+    lines = [
+        kuberl.row("apply->RayCluster"), kuberay.row("RayCluster->head Service"),
+        f"kuberl apply->Validated: p50 {kuberl.p('apply->Validated', 0.5):.2f}s "
+        f"p99 {kuberl.p('apply->Validated', 0.99):.2f}s; "
+        f"KubeRay RayCluster->status: p50 {kuberay.p('RayCluster->status', 0.5):.2f}s "
+        f"p99 {kuberay.p('RayCluster->status', 0.99):.2f}s",
+    ]  # fmt: skip
+    if kuberl.requests:
+        total = sum(kuberl.requests.values())
+        verbs = ", ".join(
+            f"{verb} {count / n:.2f}" for verb, count in sorted(kuberl.requests.items())
+        )
+        lines.append(f"kuberl API requests: {total} = {total / n:.2f} per job ({verbs})")
+    lines.append(
+        f"kuberl/KubeRay: p50 {ratio(kuberl.percentile(0.5), kuberay.percentile(0.5))}  "
+        f"p99 {ratio(kuberl.percentile(0.99), kuberay.percentile(0.99))}  "
+        f"CPU {ratio(kuberl.cpu_seconds, kuberay.cpu_seconds)}  "
+        f"peak RSS {ratio(kuberl.peak_rss_mib, kuberay.peak_rss_mib)}"
+    )
+    return "\n".join(lines)
 
 
-# --- standalone: a control plane, the CRD and the operator, then the run ------------------------
+# --- standalone: a control plane, the CRD, a counting proxy and the operator, then the run -----
+
+# client-go's round-tripper log at -v=6: `"Response" verb="GET" url="https://..." status="200 OK"`
+REQUEST_LINE = re.compile(r'verb="(GET|POST|PUT|PATCH|DELETE)" url="[^"?]*(\?[^"]*)?" status=')
+
+
+def count_requests(log: Path) -> Counter[str]:
+    """The proxy's request lines by verb (a GET with watch=true is a WATCH)."""
+    counts: Counter[str] = Counter()
+    for match in REQUEST_LINE.finditer(log.read_text(errors="replace")):
+        verb, query = match.group(1), match.group(2) or ""
+        counts["WATCH" if "watch=true" in query else verb] += 1
+    return counts
+
+
+@contextlib.contextmanager
+def counting_proxy(kubectl: str, kubeconfig: str, workdir: Path) -> Iterator[tuple[str, Path]]:
+    """`kubectl proxy` on a free port logging every request: a kubeconfig for it, and its log."""
+    from freeport import free_port
+
+    port, log = free_port(), workdir / "proxy.log"
+    argv = [kubectl, f"--kubeconfig={kubeconfig}", "proxy", f"--port={port}", "--address=127.0.0.1",
+            "--accept-hosts=^127\\.0\\.0\\.1$", "-v=6"]  # fmt: skip
+    with log.open("w") as out:
+        proxy = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    proxied = workdir / "proxied.kubeconfig"
+    proxied.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: p\n"
+        f"clusters: [{{name: p, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
+        "users: [{name: p, user: {}}]\ncontexts: [{name: p, context: {cluster: p, user: p}}]\n"
+    )
+    try:
+        wait_for("kubectl proxy", lambda: "Starting to serve" in log.read_text(), 30)
+        yield str(proxied), log
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def operator_process(kubeconfig: str, namespace: str, workdir: Path) -> Iterator[int]:
+    import urllib.request
+
+    from freeport import free_port
+
+    liveness = f"http://127.0.0.1:{free_port()}/healthz"
+    argv = [sys.executable, "-m", "kuberl_operator", "-n", namespace, "--metrics-host",
+            "127.0.0.1", "--metrics-port", str(free_port()), "--liveness", liveness,
+            "--leader-election-id", "none"]  # fmt: skip
+    log = workdir / "operator.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(argv, env={**os.environ, "KUBECONFIG": kubeconfig}, stdout=out,
+                                   stderr=subprocess.STDOUT)  # fmt: skip
+
+    def alive() -> bool:
+        assert process.poll() is None, f"the operator exited; see {log}"
+        with contextlib.suppress(OSError), urllib.request.urlopen(liveness, timeout=2):
+            return True
+        return False
+
+    try:
+        wait_for("operator liveness", alive, 120)
+        yield process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()  # figures are taken; a slow shutdown must not lose them
+        print(f"operator log: {log}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,72 +218,52 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--threads", type=int, default=8, help="concurrent create calls")
     parser.add_argument("--kubeconfig", help="a running cluster's (default: start one)")
-    parser.add_argument("--timeout", type=float, default=600, help="seconds per side")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds for the run")
     parser.add_argument("--out", type=Path, help="also write the command and figures here")
     args = parser.parse_args(argv)
     import localcluster
     from kubernetes import config
 
+    wall = time.monotonic()
     with contextlib.ExitStack() as stack:
+        workdir = Path(tempfile.mkdtemp(prefix="kuberl-bench-"))  # logs kept: printed at the end
         if args.kubeconfig:
-            kubeconfig = args.kubeconfig
-            state = localcluster.load_state(Path(args.kubeconfig).parent)
+            kubeconfig, state = (
+                args.kubeconfig,
+                localcluster.load_state(Path(args.kubeconfig).parent),
+            )
         else:
             state_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kuberl-")))
             state = localcluster.up(state_dir)
             stack.callback(localcluster.down, state_dir)
             kubeconfig = state.kubeconfig
         kuberay_pid = state.pids().get("ray-operator") if state else None
+        assert kuberay_pid, "KubeRay's operator process is needed for the peer figures"
         kube_api = config.new_client_from_config(config_file=kubeconfig)
-        kubectl = localcluster.require_binaries().kubectl
+        kubectl = str(localcluster.require_binaries().kubectl)
         crd = ROOT / "crds" / "rltrainingjobs.kuberl.io.yaml"
-        base = [str(kubectl), f"--kubeconfig={kubeconfig}"]
-        subprocess.run([*base, "apply", "--server-side", "--force-conflicts", "-f", str(crd)],
-                       check=True, capture_output=True)  # fmt: skip
-        wait_for("the RLTrainingJob CRD Established", lambda: crd_established(kube_api), 60,
-                 lambda: None)  # fmt: skip
+        apply = [kubectl, f"--kubeconfig={kubeconfig}", "apply", "--server-side",
+                 "--force-conflicts", "-f", str(crd)]  # fmt: skip
+        subprocess.run(apply, check=True, capture_output=True)
+        wait_for("the RLTrainingJob CRD Established", lambda: crd_established(kube_api), 60)
         ours = stack.enter_context(namespace(kube_api, "kuberl"))
-        operator = stack.enter_context(operator_process(kubeconfig, ours))
-        kuberl, kuberay = run(kube_api, ours, args.n, operator.pid, kuberay_pid, args.threads,
-                              args.timeout)  # fmt: skip
-        print(report(kuberl, kuberay))
+        proxied, proxy_log = stack.enter_context(counting_proxy(kubectl, kubeconfig, workdir))
+        operator_pid = stack.enter_context(operator_process(proxied, ours, workdir))
+        before = count_requests(proxy_log)
+        kuberl, kuberay = run(kube_api, ours, args.n, Process(operator_pid), Process(kuberay_pid),
+                              args.threads, args.timeout,
+                              requests=lambda: count_requests(proxy_log) - before)  # fmt: skip
+        text = report(kuberl, kuberay, args.n)
+        print(text)
+        took = time.monotonic() - wall
+        print(f"bench took {took:.0f}s")
         if args.out:
             command = " ".join(["python bench/operator_scale.py", *(argv or sys.argv[1:])])
             when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-            args.out.write_text(f"$ {command}\n# {when}, {os.cpu_count()} CPUs\n"
-                                f"{report(kuberl, kuberay)}\n")  # fmt: skip
+            load = os.getloadavg()[0]
+            args.out.write_text(f"$ {command}\n# {when}, {os.cpu_count()} CPUs, load {load:.1f}, "
+                                f"bench took {took:.0f}s\n{text}\n")  # fmt: skip
     return 0
-
-
-@contextlib.contextmanager
-def operator_process(kubeconfig: str, namespace: str) -> Iterator[subprocess.Popen]:
-    import urllib.request
-
-    from localray import free_port
-
-    liveness = f"http://127.0.0.1:{free_port()}/healthz"
-    argv = [sys.executable, "-m", "kuberl_operator", "-n", namespace, "--metrics-host",
-            "127.0.0.1", "--metrics-port", str(free_port()), "--liveness", liveness]  # fmt: skip
-    log = tempfile.NamedTemporaryFile(prefix="kuberl-operator-", suffix=".log", delete=False)  # noqa: SIM115
-    process = subprocess.Popen(argv, env={**os.environ, "KUBECONFIG": kubeconfig}, stdout=log,
-                               stderr=subprocess.STDOUT)  # fmt: skip
-
-    def alive() -> bool:
-        assert process.poll() is None, f"the operator exited; see {log.name}"
-        with contextlib.suppress(OSError), urllib.request.urlopen(liveness, timeout=2):
-            return True
-        return False
-
-    try:
-        wait_for("operator liveness", alive, 60, lambda: None)
-        yield process
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()  # figures are taken; a slow shutdown must not lose them
-        print(f"operator log: {log.name}")
 
 
 if __name__ == "__main__":

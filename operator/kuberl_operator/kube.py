@@ -89,13 +89,17 @@ class Kube:
             ),
         }
         try:
-            creators[kind]()
+            created = creators[kind]()
         except ApiException as err:
             if err.status == 409:
                 return False
             raise
         log.info("created %s %s/%s", kind, namespace, obj["metadata"]["name"])
+        self._created(kind, created)
         return True
+
+    def _created(self, kind: str, created: Any) -> None:
+        """The API server's answer to a create (cached_kube.py holds RayClusters at once)."""
 
 
 def _none_if_missing(call: Any) -> Any:

@@ -9,9 +9,9 @@ from kubernetes import client
 from kubernetes import config as kube_config
 
 from kuberl_operator.bounds import allow_api_server_depth
+from kuberl_operator.cached_kube import CachedKube
 from kuberl_operator.config import OperatorConfig, add_arguments, from_args
 from kuberl_operator.handlers import build_settings, post_event, register
-from kuberl_operator.kube import Kube
 from kuberl_operator.kuberay_check import kuberay_problem
 from kuberl_operator.leader import (
     DISABLED,
@@ -52,7 +52,11 @@ def run_operator(config: OperatorConfig) -> None:
         raise SystemExit(1)
     metrics = Metrics()
     metrics.serve(config.metrics_host, config.metrics_port)
-    reconciler = Reconciler(Kube(api_client()), config, metrics, emit=post_event)
+    kube = CachedKube(api_client(), config.namespaces)
+    if unsynced := kube.start():  # a standby keeps them warm too: a hand-over starts at once
+        log.warning("not listed yet: %s; their reads go to the API server until they are",
+                    ", ".join(unsynced))  # fmt: skip
+    reconciler = Reconciler(kube, config, metrics, emit=post_event, jobs=kube.jobs)
     registry = kopf.OperatorRegistry()
     register(registry, reconciler, config)
     where = ", ".join(config.namespaces) or "all namespaces"

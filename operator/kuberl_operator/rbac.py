@@ -22,10 +22,11 @@ OPERATOR_RULES: list[dict[str, list[str]]] = [
     {
         "apiGroups": ["ray.io"],
         "resources": ["rayclusters"],
-        "verbs": ["get", "list", "create", "delete"],
+        "verbs": ["get", "list", "watch", "create", "delete"],
     },
-    # Why a cluster is not ready: unschedulable pods, image pull failures.
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    # Why a cluster is not ready: unschedulable pods, image pull failures. RayClusters and pods
+    # are listed once and then watched, label-selected on kuberl.io/job (cached_kube.py).
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
     # The runtime's per-job identity, and the head's token (created, never read back: the
     # operator derives the token again, see ray_auth.py).
     {"apiGroups": [""], "resources": ["serviceaccounts", "secrets"], "verbs": ["create"]},

@@ -23,7 +23,7 @@ from kuberl_operator.accepted import (
 )
 from kuberl_operator.attempts import AttemptDriver, RayClientFactory
 from kuberl_operator.builders import accelerator_summary
-from kuberl_operator.chaining import dependencies_allow_start
+from kuberl_operator.chaining import JobReader, dependencies_allow_start
 from kuberl_operator.config import OperatorConfig
 from kuberl_operator.kube import Kube
 from kuberl_operator.metrics import CONTROLLER, Metrics
@@ -52,8 +52,11 @@ class Reconciler:
         emit: EventSink | None = None,
         ray_client: RayClientFactory = RayJobsClient,
         clock: Callable[[], datetime] = utc_now,
+        jobs: JobReader | None = None,
     ) -> None:
         self.kube = kube
+        self.jobs: JobReader = jobs or kube
+        """Where other jobs (dependsOn) are read: watch-kept memory in the operator."""
         self.config = config
         self.metrics = metrics or Metrics()
         self.emit = emit or (lambda body, event: None)
@@ -156,7 +159,7 @@ class Reconciler:
             if state.spec is None or not self._retry_due(state):
                 return
             missing = self.config.waits.missing_dependency_seconds
-            if not dependencies_allow_start(self.kube, state, missing):  # chaining.py
+            if not dependencies_allow_start(self.jobs, state, missing):  # chaining.py
                 if state.terminal:
                     self._finished(state)
                 return

@@ -14,6 +14,9 @@ KUBE_CALLS = {
     ("ray.io", "rayclusters", "create"),
     ("ray.io", "rayclusters", "delete"),
     ("", "pods", "list"),
+    # cached_kube.py: RayClusters and pods are listed once, then watched.
+    ("ray.io", "rayclusters", "watch"),
+    ("", "pods", "watch"),
     ("", "serviceaccounts", "create"),
     ("", "secrets", "create"),
     ("rbac.authorization.k8s.io", "roles", "create"),
@@ -60,4 +63,4 @@ def test_no_verb_is_granted_that_nothing_uses() -> None:
 def test_the_operator_never_reads_secrets_or_writes_pods() -> None:
     assert not {v for g, r, v in granted() if r == "secrets"} - {"create"}
     assert not {(g, r) for g, r, _ in granted() if r in ("pods/exec", "pods/portforward")}
-    assert not {v for g, r, v in granted() if r == "pods"} - {"list"}
+    assert not {v for g, r, v in granted() if r == "pods"} - {"list", "watch"}  # reads only

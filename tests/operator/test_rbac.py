@@ -46,6 +46,29 @@ def test_every_client_call_in_kube_has_a_rule():
             assert verb in verbs_for(group, resource), (group, resource, verb)
 
 
+def test_every_informer_may_list_and_watch_what_it_keeps():
+    """cached_kube.py keeps RayClusters, pods and jobs by list-then-watch, cluster-wide or per
+    namespace: each needs list and watch."""
+    import functools
+
+    from kubernetes import client
+
+    from kuberl_operator.cached_kube import CachedKube
+
+    resources = {"pods": ("", "pods"), "rayclusters": ("ray.io", "rayclusters"),
+                 "jobs": ("kuberl.io", "rltrainingjobs")}  # fmt: skip
+    for namespaces in ((), ("team-a",)):
+        kube = CachedKube(client.ApiClient(), namespaces)
+        kept = {what for what, _ in kube._informers}
+        assert kept == set(resources)
+        for (what, _), informer in kube._informers.items():
+            lister = informer.lister
+            while isinstance(lister, functools.partial):
+                lister = lister.func
+            assert lister.__name__.startswith("list_"), lister
+            assert {"list", "watch"} <= verbs_for(*resources[what]), what
+
+
 def test_kopf_needs_are_covered():
     assert {"list", "watch", "patch"} <= verbs_for("kuberl.io", "rltrainingjobs")
     assert {"list", "watch"} <= verbs_for("apiextensions.k8s.io", "customresourcedefinitions")
