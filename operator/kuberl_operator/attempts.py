@@ -12,6 +12,7 @@ from kuberl_api.job import Attempt, RayClusterStatus, RayJobStatus
 from kuberl_operator import conditions as cond
 from kuberl_operator import kueue
 from kuberl_operator.builders import build_submission
+from kuberl_operator.builders.submission import STOP_WAIT_SECONDS
 from kuberl_operator.cluster_health import cluster_health
 from kuberl_operator.config import OperatorConfig
 from kuberl_operator.failures import (
@@ -25,10 +26,15 @@ from kuberl_operator.hostnet_head import head_ports, host_network_dashboard
 from kuberl_operator.kube import Kube
 from kuberl_operator.liveness import Liveness
 from kuberl_operator.metrics import Metrics
-from kuberl_operator.names import head_service_url, raycluster_name, submission_id
+from kuberl_operator.names import head_service_url, raycluster_name, submission_id, token_key_id
 from kuberl_operator.provisioning import create_cluster, pod_creation_failure
-from kuberl_operator.ray_auth import RayAuth, unlocked_head
-from kuberl_operator.ray_jobs import DashboardUnavailable, RayJobsClient, SubmissionRejected
+from kuberl_operator.ray_auth import RayAuth, UnknownTokenKey, unlocked_head
+from kuberl_operator.ray_jobs import (
+    DashboardUnavailable,
+    JobInfo,
+    RayJobsClient,
+    SubmissionRejected,
+)
 from kuberl_operator.state import JobState
 from kuberl_operator.waits import queue_overdue, stale_owner_overdue
 
@@ -36,6 +42,7 @@ log = logging.getLogger(__name__)
 
 # (dashboard URL, the head's token) -> a Jobs API client
 RayClientFactory = Callable[[str, str], RayJobsClient]
+TOKEN_KEY_UNKNOWN = "TokenKeyUnknown"
 
 
 class AttemptDriver:
@@ -50,13 +57,36 @@ class AttemptDriver:
         self.config = config
         self.metrics = metrics
         self.ray_client = ray_client
-        self.ray_auth = RayAuth.load(config.ray_token_key_file, config.dashboard_token_file)
+        self.ray_auth = RayAuth.load(
+            config.ray_token_key_file,
+            config.dashboard_token_file,
+            config.ray_token_previous_keys_file,
+        )
         self._unreachable_since: dict[str, datetime] = {}
+        self._cluster_keys: dict[str, str | None] = {}
         self.liveness = Liveness(config, metrics)
 
     def _client(self, state: JobState, attempt: Attempt) -> RayJobsClient:
+        """A client bearing the token of the attempt's head (UnknownTokenKey: a key the
+        operator no longer has)."""
         url = self.dashboard_url(state, attempt.ray_cluster or "")
-        return self.ray_client(url, self.ray_auth.token_for(state.ref))
+        token = self.ray_auth.token_for(state.ref, self._key_of(state, attempt))
+        return self.ray_client(url, token)
+
+    def _key_of(self, state: JobState, attempt: Attempt) -> str | None:
+        """The Ray token key id of the attempt's cluster, from its ``authOptions.secretName``."""
+        where = f"{state.ref.namespace}/{attempt.ray_cluster}"
+        if where not in self._cluster_keys:
+            body = self.kube.get_raycluster(state.ref.namespace, attempt.ray_cluster or "")
+            if body is None:
+                return None  # nothing to call; the current key
+            self._remember_key(state, body)
+        return self._cluster_keys.get(where)
+
+    def _remember_key(self, state: JobState, raycluster: dict) -> None:
+        secret = ((raycluster.get("spec") or {}).get("authOptions") or {}).get("secretName")
+        where = f"{state.ref.namespace}/{raycluster['metadata']['name']}"
+        self._cluster_keys[where] = token_key_id(secret or "")
 
     def dashboard_url(self, state: JobState, cluster: str) -> str:
         if self.config.dashboard_url_override:
@@ -127,9 +157,13 @@ class AttemptDriver:
             if failure := stale_owner_overdue(state, attempt, seconds):
                 self.fail(state, attempt, failure, owns_cluster=False)  # never another's
             return
+        self._remember_key(state, raycluster)
         if self._kueue_holds(state, attempt, raycluster):
             return
         self._observe_cluster(state, attempt, raycluster)
+        if unknown := self.ray_auth.unknown_key(self._key_of(state, attempt)):
+            self.fail(state, attempt, Failure(TOKEN_KEY_UNKNOWN, unknown, _INFRA))
+            return
         if not state.submitted(attempt) and (refused := pod_creation_failure(raycluster)):
             self.fail(state, attempt, refused)
             return
@@ -199,6 +233,7 @@ class AttemptDriver:
             state.effective,
             attempt.index,
             self.config.runtime_kubeconfig,
+            stop_wait_seconds=max(STOP_WAIT_SECONDS, self.config.stop_grace_seconds),
         )
         try:
             session = client.session_name()
@@ -284,11 +319,15 @@ class AttemptDriver:
     def _stop_ray_job(self, state: JobState, attempt: Attempt) -> None:
         if not state.submitted(attempt):
             return
-        client = self._client(state, attempt)
         try:
-            client.stop(attempt.submission_id)
-        except DashboardUnavailable as err:
+            self._client(state, attempt).stop(attempt.submission_id)
+        except (DashboardUnavailable, UnknownTokenKey) as err:
             log.warning("could not stop %s: %s", attempt.submission_id, err)
+
+    def ray_job(self, state: JobState, attempt: Attempt) -> JobInfo | None:
+        """The attempt's Ray job as its head reports it now (None: the head does not know it).
+        Raises DashboardUnavailable or UnknownTokenKey when the head cannot be asked."""
+        return self._client(state, attempt).get(attempt.submission_id)
 
     def fail(
         self, state: JobState, attempt: Attempt, failure: Failure, owns_cluster: bool = True

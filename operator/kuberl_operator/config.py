@@ -27,6 +27,11 @@ class OperatorConfig:
     """With dashboard_url_override: the token of that one head (tests: a local Ray head)."""
     ray_token_key_file: str | None = None
     """Key every job's Ray token is derived from (the chart mounts one from its Secret)."""
+    ray_token_previous_keys_file: str | None = None
+    """Earlier keys (one per line), kept after a rotation for the clusters still using them."""
+    stop_grace_seconds: int = 300
+    """How long a stopped Ray job may take to save a checkpoint: the operator waits this long
+    before deleting a suspended job's RayCluster, and the Ray pods' termination grace period."""
     operator_namespace: str | None = None
     """Where the operator's pod runs: the only namespace the heads' NetworkPolicy admits it from."""
     allow_host_path: bool = False
@@ -101,6 +106,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ray-token-key-file",
         default=_env("KUBERL_RAY_TOKEN_KEY_FILE"),
         help="key (32+ bytes) the Ray heads' tokens are derived from; the chart mounts one",
+    )
+    parser.add_argument(
+        "--ray-token-previous-keys-file",
+        default=_env("KUBERL_RAY_TOKEN_PREVIOUS_KEYS_FILE"),
+        help="earlier Ray token keys, one per line, for clusters made before a rotation",
+    )
+    parser.add_argument(
+        "--stop-grace-seconds",
+        type=int,
+        default=int(_env("KUBERL_STOP_GRACE_SECONDS", "300") or "300"),
+        help="seconds a stopped Ray job may take to save its checkpoint: the wait before a "
+        "suspended job's RayCluster is deleted, and the Ray pods' termination grace period",
     )
     parser.add_argument(
         "--operator-namespace",
@@ -197,6 +214,8 @@ def from_args(args: argparse.Namespace) -> OperatorConfig:
         runtime_kubeconfig=args.runtime_kubeconfig,
         dashboard_token_file=args.dashboard_token_file,
         ray_token_key_file=args.ray_token_key_file,
+        ray_token_previous_keys_file=args.ray_token_previous_keys_file,
+        stop_grace_seconds=args.stop_grace_seconds,
         operator_namespace=args.operator_namespace,
         allow_host_path=args.allow_host_path,
         allow_secret_env=args.allow_secret_env,

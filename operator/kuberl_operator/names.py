@@ -37,6 +37,9 @@ def _shorten(name: str, limit: int) -> str:
     return f"{name[:keep]}-{digest}"  # "--" is allowed inside a DNS label
 
 
+_TOKEN_SUFFIX = "-ray-token"
+
+
 def raycluster_name(job: str, attempt: int) -> str:
     suffix = f"-a{attempt}"
     return _shorten(job, _MAX_CLUSTER_NAME - len(suffix)) + suffix
@@ -50,8 +53,18 @@ def runtime_account_name(job: str) -> str:
     return _shorten(job, 245) + "-runtime"
 
 
-def ray_token_secret_name(job: str) -> str:
-    return _shorten(job, 242) + "-ray-token"
+def ray_token_secret_name(job: str, key_id: str | None = None) -> str:
+    """``<job>-ray-token-<key id>``: one Secret per job and Ray token key (ray_auth.py);
+    ``<job>-ray-token`` without a key id (clusters made before key ids)."""
+    if key_id is None:
+        return _shorten(job, 242) + _TOKEN_SUFFIX
+    return _shorten(job, 252 - len(_TOKEN_SUFFIX) - len(key_id)) + f"{_TOKEN_SUFFIX}-{key_id}"
+
+
+def token_key_id(secret_name: str) -> str | None:
+    """The key id a ``ray_token_secret_name`` carries; None for the name without one."""
+    head, found, tail = secret_name.rpartition(_TOKEN_SUFFIX + "-")
+    return tail if found and head and "-" not in tail else None
 
 
 def network_policy_name(job: str) -> str:

@@ -18,6 +18,7 @@ from kubernetes.client.exceptions import ApiException
 from kuberl_operator import conditions as cond
 from kuberl_operator import kueue
 from kuberl_operator.builders import build_raycluster, build_runtime_rbac
+from kuberl_operator.builders.graceful_stop import stop_gracefully
 from kuberl_operator.builders.network import build_network_policy, build_token_secret
 from kuberl_operator.config import OperatorConfig
 from kuberl_operator.failures import Failure, FailureClass
@@ -47,12 +48,14 @@ def create_cluster(
     for stale in kube.list_rayclusters(namespace, state.ref.name):
         if stale["metadata"]["name"] != cluster:
             kube.delete_raycluster(namespace, stale["metadata"]["name"])
-    body = build_raycluster(state.ref, state.spec, index, config.default_image)
+    key = ray_auth.current_id
+    body = build_raycluster(state.ref, state.spec, index, config.default_image, key)
+    stop_gracefully(body, config.stop_grace_seconds)
     schedule_head_with_workers(body, state.spec)
     kueue.queue_raycluster(body, state.spec)
     objects = [
         *build_runtime_rbac(state.ref),
-        build_token_secret(state.ref, ray_auth.secret_token(state.ref)),
+        build_token_secret(state.ref, ray_auth.secret_token(state.ref), key),
         build_network_policy(state.ref, config.operator_namespace),
         *gang_objects(body, state.spec, state.ref.owner_reference()),
         body,

@@ -6,6 +6,15 @@ RAY_AUTH_TOKEN) and derives it again for each Jobs API call, so it needs ``creat
 but never ``get``, and a restarted operator computes the same token. The key is a file the chart
 mounts from its own Secret (``--ray-token-key-file``); without one the operator makes a random
 key for its lifetime and says so (tokens then change on restart, and running heads refuse it).
+
+Rotation: each key has an id (a digest of it, not the key), and a job's Secret is named after the
+key its token came from (``<job>-ray-token-<key id>``), as is the RayCluster's
+``authOptions.secretName``. A running cluster keeps its Secret; the next attempt of the job gets
+a Secret of the current key. The operator reads the key id from the cluster's ``secretName`` and
+derives the token from that key: the current one, or one of ``--ray-token-previous-keys-file``
+(one per line) kept after a rotation until no cluster uses it. A cluster whose key the operator
+no longer has is named (``TokenKeyUnknown``) and its attempt retried with the current key. A
+cluster whose ``secretName`` carries no key id (made before key ids) uses the current key.
 """
 
 import hashlib
@@ -22,6 +31,7 @@ from kuberl_operator.failures import Failure, FailureClass
 log = logging.getLogger(__name__)
 
 MIN_KEY_BYTES = 32
+KEY_ID_CHARS = 10
 HEAD_UNAUTHENTICATED = "HeadUnauthenticated"
 
 
@@ -34,34 +44,85 @@ def derive_token(key: bytes, job: JobRef) -> str:
     return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
+def key_id(key: bytes) -> str:
+    """A name for ``key`` that reveals nothing of it (a digest of a 32+ byte random key)."""
+    return hashlib.sha256(b"kuberl-ray-token-key:" + key).hexdigest()[:KEY_ID_CHARS]
+
+
+class UnknownTokenKey(RayAuthError):
+    """A cluster's token came from a key this operator does not have (a rotation dropped it)."""
+
+
 class RayAuth:
     """The token of each job's head; one fixed token when every job shares one head (tests)."""
 
-    def __init__(self, key: bytes, shared_token: str | None = None) -> None:
-        if len(key) < MIN_KEY_BYTES:
-            raise RayAuthError(f"the Ray token key has {len(key)} bytes; use {MIN_KEY_BYTES}+")
+    def __init__(
+        self,
+        key: bytes,
+        shared_token: str | None = None,
+        previous: tuple[bytes, ...] = (),
+        ephemeral: bool = False,
+    ) -> None:
+        for each in (key, *previous):
+            if len(each) < MIN_KEY_BYTES:
+                raise RayAuthError(f"a Ray token key has {len(each)} bytes; use {MIN_KEY_BYTES}+")
         self._key = key
+        self.current_id = key_id(key)
+        self._keys = {key_id(k): k for k in previous} | {self.current_id: key}
         self._shared_token = shared_token
+        self._ephemeral = ephemeral
+        """A key made up for this process (no key file): every cluster is called with it."""
 
-    def token_for(self, job: JobRef) -> str:
-        """What the operator sends to the job's head (``x-ray-authorization: Bearer ...``)."""
-        return self._shared_token or derive_token(self._key, job)
+    def knows(self, cluster_key_id: str | None) -> bool:
+        return self._ephemeral or cluster_key_id is None or cluster_key_id in self._keys
+
+    def token_for(self, job: JobRef, cluster_key_id: str | None = None) -> str:
+        """What the operator sends to the job's head (``x-ray-authorization: Bearer ...``):
+        derived from the key that made the head's Secret (``cluster_key_id``; None: current)."""
+        if self._shared_token:
+            return self._shared_token
+        if problem := self.unknown_key(cluster_key_id):
+            raise UnknownTokenKey(problem)
+        return derive_token(self._keys.get(cluster_key_id or "", self._key), job)
+
+    def unknown_key(self, cluster_key_id: str | None) -> str | None:
+        """Why no token can be derived for a cluster of key ``cluster_key_id``; None if one can."""
+        if self.knows(cluster_key_id):
+            return None
+        return (
+            f"the RayCluster's token was derived from Ray token key {cluster_key_id}, which this "
+            f"operator no longer has (it has {', '.join(sorted(self._keys))}); the next attempt "
+            "uses the current key. To keep running clusters through a key change, keep the old "
+            "key in --ray-token-previous-keys-file (the chart's rayTokenKey.rotation does) until "
+            "no cluster uses it"
+        )
 
     def secret_token(self, job: JobRef) -> str:
-        """What the job's Secret holds: its own token, never a shared one."""
+        """What a new Secret of the job holds: its own token from the current key."""
         return derive_token(self._key, job)
 
     @classmethod
-    def load(cls, key_file: str | None, shared_token_file: str | None = None) -> "RayAuth":
+    def load(
+        cls,
+        key_file: str | None,
+        shared_token_file: str | None = None,
+        previous_keys_file: str | None = None,
+    ) -> "RayAuth":
         shared = _read(shared_token_file).decode().strip() if shared_token_file else None
+        previous = _previous_keys(previous_keys_file) if previous_keys_file else ()
         if key_file:
-            return cls(_read(key_file).strip(), shared)
+            return cls(_read(key_file).strip(), shared, previous)
         log.warning(
             "no --ray-token-key-file: Ray head tokens come from a random key that lives as long "
             "as this process; after a restart running heads refuse the operator (the chart "
             "always mounts a key)"
         )
-        return cls(secrets.token_bytes(MIN_KEY_BYTES), shared)
+        return cls(secrets.token_bytes(MIN_KEY_BYTES), shared, previous, ephemeral=True)
+
+
+def _previous_keys(path: str) -> tuple[bytes, ...]:
+    """One key per line; blank lines are skipped (an empty file: no previous key)."""
+    return tuple(line.strip() for line in _read(path).splitlines() if line.strip())
 
 
 def _read(path: str) -> bytes:

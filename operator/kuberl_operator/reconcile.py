@@ -4,6 +4,7 @@ Read the job, validate its spec, compare with what exists, act, and write status
 order, under a per-job lock. Running it twice in a row changes nothing the second time.
 """
 
+import copy
 import logging
 import threading
 import time
@@ -14,6 +15,7 @@ from typing import Any
 
 from kuberl_api.job import API_VERSION, KIND
 from kuberl_operator import conditions as cond
+from kuberl_operator import stopping
 from kuberl_operator.accepted import (
     VALID,
     Accepted,
@@ -142,6 +144,10 @@ class Reconciler:
             # An invalid update mid-run: the running attempt goes on; nothing new starts.
         elif cond.get_condition(state.status, cond.FAILED):
             state.condition(cond.FAILED, False, "SpecFixed", "the spec is valid again")
+        if stopping.pending(state):
+            if not stopping.settle(state, self.attempts):
+                return  # the stopped Ray job is still saving: the cluster stays
+            self._delete_clusters(state)
         if state.run_policy.suspend:
             self._suspend(state)
             return
@@ -217,15 +223,18 @@ class Reconciler:
     # --- suspend and finish ----------------------------------------------------------------
 
     def _suspend(self, state: JobState) -> None:
+        """Stop the running attempt; its cluster goes once the Ray job ended (stopping.py)."""
         attempt = state.active_attempt()
-        if attempt is not None:
-            self.attempts.stop(state, attempt, "Suspended")
-        self._delete_clusters(state)
+        waiting = attempt is not None and stopping.begin(state, self.attempts, attempt)
         state.status.next_retry_time = None
         state.set_phase("Suspended", "suspended; checkpoints are kept")
-        state.condition(cond.SUSPENDED, True, "Suspended", "spec.runPolicy.suspend is true")
         if cond.get_condition(state.status, cond.RUNNING):
             state.condition(cond.RUNNING, False, "Suspended")
+        if waiting and not stopping.settle(state, self.attempts):
+            return  # asked to stop; later reconciles poll it (a Ray job rarely ends at once)
+        self._delete_clusters(state)
+        if not cond.is_true(state.status, cond.SUSPENDED):
+            state.condition(cond.SUSPENDED, True, "Suspended", "spec.runPolicy.suspend is true")
 
     def _finished(self, state: JobState) -> None:
         policy = state.run_policy
@@ -242,9 +251,12 @@ class Reconciler:
             self.kube.delete_job(state.ref.namespace, state.ref.name)
 
     def _delete_clusters(self, state: JobState) -> None:
+        """Delete the job's RayClusters, after writing the status that explains it: a crash
+        between the two never leaves a finished (or suspended) job without its status."""
         mirror = state.status.ray_cluster
         if mirror is None or mirror.state == CLUSTER_DELETED:
             return
+        self._flush(state)
         for raycluster in self.kube.list_rayclusters(state.ref.namespace, state.ref.name):
             self.kube.delete_raycluster(state.ref.namespace, raycluster["metadata"]["name"])
         mirror.state = CLUSTER_DELETED
@@ -252,6 +264,24 @@ class Reconciler:
         state.condition(cond.CLUSTER_READY, False, "ClusterDeleted", "RayCluster deleted")
 
     # --- writing ---------------------------------------------------------------------------
+
+    def _flush(self, state: JobState) -> None:
+        """Write the status now (phase, attempts, reasons), mid-reconcile; the final write
+        then sends only what changed after it."""
+        patch = state.status_patch()
+        if not patch:
+            return
+        self.kube.patch_job_status(state.ref.namespace, state.ref.name, patch)
+        written = dict(state.original)
+        for key, value in patch.items():
+            if key == "progress":
+                continue  # runtime-owned; only the oversized metrics were dropped
+            if value is None:
+                written.pop(key, None)
+            else:
+                written[key] = copy.deepcopy(value)
+        state.original = written
+        state.drop_metrics = False
 
     def _write(self, state: JobState) -> None:
         patch = state.status_patch()

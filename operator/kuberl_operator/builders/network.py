@@ -17,19 +17,21 @@ METRICS_PORTS = (8080, 8090)  # Ray's metrics export, the runtime's training met
 OPERATOR_POD_LABELS = {"app.kubernetes.io/component": "operator"}
 
 
-def build_token_secret(job: JobRef, token: str) -> dict[str, Any]:
+def build_token_secret(job: JobRef, token: str, key_id: str | None = None) -> dict[str, Any]:
+    """The job's token from the key ``key_id``: one Secret per key, so a rotation never
+    changes the token a running cluster holds (ray_auth.py)."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
-        "metadata": job.metadata(ray_token_secret_name(job.name)),
+        "metadata": job.metadata(ray_token_secret_name(job.name, key_id)),
         "stringData": {TOKEN_KEY: token},
     }
 
 
-def auth_options(job: JobRef) -> dict[str, Any]:
+def auth_options(job: JobRef, key_id: str | None = None) -> dict[str, Any]:
     """RayCluster ``spec.authOptions``: token mode with the job's Secret (KubeRay >= 1.6)."""
-    return {"mode": "token", "secretName": ray_token_secret_name(job.name)}
+    return {"mode": "token", "secretName": ray_token_secret_name(job.name, key_id)}
 
 
 def build_network_policy(job: JobRef, operator_namespace: str | None) -> dict[str, Any]:

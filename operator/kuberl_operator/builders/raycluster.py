@@ -42,7 +42,11 @@ RUNTIME_METRICS_PORT = {"name": "runtime-metrics", "containerPort": RUNTIME_METR
 
 
 def build_raycluster(
-    job: JobRef, spec: RLTrainingJobSpec, attempt: int, default_image: str
+    job: JobRef,
+    spec: RLTrainingJobSpec,
+    attempt: int,
+    default_image: str,
+    token_key_id: str | None = None,
 ) -> dict[str, Any]:
     labels = child_labels(job, attempt, spec.scheduling.queue_name)
     metadata = job.metadata(raycluster_name(job.name, attempt), labels)
@@ -56,7 +60,7 @@ def build_raycluster(
             "enableInTreeAutoscaling": False,
             # KubeRay sets RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (from the job's Secret) on
             # every Ray container, its injected init containers included (docs/security.md).
-            "authOptions": auth_options(job),
+            "authOptions": auth_options(job, token_key_id),
             "headGroupSpec": _head_group(job, spec, image, labels),
             "workerGroupSpecs": [
                 _worker_group(job, spec, pool, image, labels) for pool in spec.worker_pools

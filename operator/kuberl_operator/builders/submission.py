@@ -19,6 +19,7 @@ from kuberl_api.backend_config.sft import SFTConfig
 from kuberl_api.plan import RunPlan
 from kuberl_api.plan.from_document import plan_validated
 from kuberl_api.plan.sft import SFTPlan
+from kuberl_api.storage import output_location
 from kuberl_operator.builders.common import JobRef
 from kuberl_operator.names import submission_id
 
@@ -39,7 +40,7 @@ def plan_for_attempt(
 
 def plan_path(af_output_dir: str, submission: str) -> str:
     """Where the attempt's plan lands: beside its checkpoints, an audit trail per attempt."""
-    return posixpath.join(af_output_dir, PLAN_DIR, f"{submission}.plan.json")
+    return posixpath.join(output_location(af_output_dir), PLAN_DIR, f"{submission}.plan.json")
 
 
 def build_entrypoint(path: str) -> str:
@@ -57,6 +58,7 @@ def build_submission(
     effective: BackendConfig | SFTConfig,
     attempt: int,
     runtime_kubeconfig: str | None = None,
+    stop_wait_seconds: int = STOP_WAIT_SECONDS,
 ) -> dict[str, Any]:
     sid = submission_id(job.name, attempt)
     plan = plan_for_attempt(effective, af_output_dir, attempt)
@@ -67,7 +69,7 @@ def build_submission(
         "KUBERL_JOB_UID": job.uid,  # the af_output_dir owner (runtime checkpoint/owner.py)
         "KUBERL_ATTEMPT": str(attempt),
         "KUBERL_SUBMISSION_ID": sid,
-        "RAY_JOB_STOP_WAIT_TIME_S": str(STOP_WAIT_SECONDS),
+        "RAY_JOB_STOP_WAIT_TIME_S": str(stop_wait_seconds),
     }
     if runtime_kubeconfig:
         env["KUBERL_KUBECONFIG"] = runtime_kubeconfig
