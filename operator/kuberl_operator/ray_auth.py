@@ -121,7 +121,11 @@ class RayAuth:
 
 
 def _previous_keys(path: str) -> tuple[bytes, ...]:
-    """One key per line; blank lines are skipped (an empty file: no previous key)."""
+    """One key per line; blank lines are skipped. An empty or absent file: no previous key (a
+    key Secret without a ``previous`` entry mounts no such file)."""
+    if not Path(path).exists():
+        log.info("no previous Ray token keys: %s does not exist", path)
+        return ()
     return tuple(line.strip() for line in _read(path).splitlines() if line.strip())
 
 

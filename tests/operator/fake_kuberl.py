@@ -8,6 +8,9 @@ starts with ``fake-`` behaves as named:
 * ``fake-steps-N-SECONDS``: N steps of SECONDS each, a checkpoint per step in the plan's
   checkpoint directory and progress through the real runtime reporter, resuming from the newest
   checkpoint when ``resume_mode`` is auto.
+* ``fake-graceful-N-SECONDS``: the same, and on SIGTERM (``ray job stop``) it finishes the step
+  in flight, checkpoints it, takes 3 s more "saving" and exits 143, as the runtime does
+  (trainer/preemption.py).
 
 ``fault-POINT-STEP`` runs the real ``kuberl`` with ``KUBERL_FAULT_POINT=POINT`` and
 ``KUBERL_FAULT_STEP=STEP`` in its first attempt only. On a real cluster a job's ``env`` reaches
@@ -18,7 +21,9 @@ Anything else runs the real ``kuberl`` beside this interpreter.
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -42,12 +47,17 @@ def main() -> int:
     if name == "fake-config":
         print("error: backend_config.data.train_files: no such file", flush=True)
         return 2
-    _, _, steps, seconds = name.split("-")
+    _, mode, steps, seconds = name.split("-")
+    stop = threading.Event()
+    if mode == "graceful":
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
     return run_steps(Path(plan["paths"]["checkpoint_dir"]), trainer["resume_mode"], int(steps),
-                     float(seconds))  # fmt: skip
+                     float(seconds), stop)  # fmt: skip
 
 
-def run_steps(ckpt_dir: Path, resume_mode: str, total: int, seconds: float) -> int:
+def run_steps(
+    ckpt_dir: Path, resume_mode: str, total: int, seconds: float, stop: threading.Event
+) -> int:
     from kuberl_runtime.reporting import status_reporter_from_env
 
     reporter = status_reporter_from_env()
@@ -65,6 +75,10 @@ def run_steps(ckpt_dir: Path, resume_mode: str, total: int, seconds: float) -> i
         if reporter:
             reporter.on_step(step=step, total_steps=total, metrics={"critic/score/mean": step})
             reporter.on_checkpoint(step=step, path=str(path))
+        if stop.is_set():
+            time.sleep(3)  # a real save takes a while: the operator must wait for it
+            print(f"stopped on request after saving a checkpoint at step {step}", flush=True)
+            return 143
     if reporter:
         reporter.on_finish(step=total, exported_model=None)
     return 0

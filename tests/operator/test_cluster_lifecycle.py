@@ -73,21 +73,39 @@ def test_stopped_ray_job_restarts_and_resumes_from_checkpoint(jobs, ray_head, tm
     assert f"resumed from step {second['resumedFromStep']}" in driver_log(ray_head, "resume-2")
 
 
-def test_suspend_deletes_the_cluster_and_unsuspend_resumes(jobs, ray_head, tmp_path):
-    jobs.apply(fake_job("pause", tmp_path, "fake-steps-6-1"))
-    wait_for(
+def _stopping_clusters(jobs, name: str) -> tuple[int] | None:
+    """While Suspended is `Stopping`, how many RayClusters the job has: listed before the
+    condition is read, and the operator writes the next reason before it deletes any."""
+    clusters = jobs.rayclusters()
+    stopping = jobs.condition(name, "Suspended").get("reason") == "Stopping"
+    return (len(clusters),) if stopping else None
+
+
+def test_suspend_waits_for_the_save_then_deletes_the_cluster_and_resumes_from_it(
+    jobs, ray_head, tmp_path
+):
+    # The fake saves the step in flight on SIGTERM, taking 3 s more (a real save's time).
+    jobs.apply(fake_job("pause", tmp_path, "fake-graceful-15-1"))
+    before = wait_for(
         "a checkpoint",
-        lambda: (jobs.status("pause").get("checkpoint") or {}).get("latestStep", 0) >= 1,
+        lambda: (jobs.status("pause").get("checkpoint") or {}).get("latestStep", 0),
         timeout=90,
     )
     jobs.patch_spec("pause", {"runPolicy": {"suspend": True}})
-    jobs.wait_phase("pause", "Suspended", timeout=30)
+    assert wait_for("Suspended=Stopping", lambda: _stopping_clusters(jobs, "pause")) == (1,)
+    done = wait_for(
+        "Suspended: RayJobStopped",
+        lambda: (c := jobs.condition("pause", "Suspended")).get("reason") == "RayJobStopped" and c,
+    )
+    saved = jobs.status("pause")["checkpoint"]["latestStep"]
+    assert saved > before and f"step {saved}" in done["message"]  # the step in flight
+    assert "(STOPPED)" in done["message"] and jobs.status("pause")["phase"] == "Suspended"
     wait_for("RayCluster deleted", lambda: jobs.rayclusters() == [])
     assert ray_head["client"].get("pause-1").status == "STOPPED"
-    assert list(tmp_path.rglob("global_step_1"))  # checkpoints are kept
+    assert f"saving a checkpoint at step {saved}" in driver_log(ray_head, "pause-1")
     jobs.patch_spec("pause", {"runPolicy": {"suspend": False}})
     status = jobs.wait_phase("pause", "Succeeded", timeout=120)
-    assert status["attempts"][1]["resumedFromStep"] >= 1
+    assert status["attempts"][1]["resumedFromStep"] == saved
     assert status["restarts"] == 0
 
 

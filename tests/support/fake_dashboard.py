@@ -2,7 +2,9 @@
 
 Cluster-tier tests that are about Kubernetes (Kueue admission, preemption) point the operator's
 ``--dashboard-url-override`` here instead of at a real Ray head: submissions are recorded, a job
-is RUNNING once submitted, and ``finish`` ends it. Any token is accepted.
+is RUNNING once submitted, and ``finish`` ends it. Any token is accepted unless ``tokens`` is a
+set: then only those (``x-ray-authorization: Bearer <token>``), others get 401; every request is
+recorded in ``seen`` as (method, path, token, HTTP status).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class FakeDashboard:
         self.jobs: dict[str, dict[str, Any]] = {}
         self.submissions: list[str] = []
         self.stopped: list[str] = []
+        self.tokens: set[str] | None = None
+        self.seen: list[tuple[str, str, str, int]] = []
         self.lock = threading.Lock()
         dashboard = self
 
@@ -59,8 +63,14 @@ class FakeDashboard:
         path = request.path.rstrip("/")
         length = int(request.headers.get("Content-Length") or 0)
         body = json.loads(request.rfile.read(length) or b"{}") if length else {}
+        sent = request.headers.get("x-ray-authorization") or ""
+        token = sent.removeprefix("Bearer ")
         with self.lock:
-            code, answer = self._route(method, path, body)
+            if self.tokens is not None and token not in self.tokens:
+                code, answer = 401, {"error": "missing or invalid token"}
+            else:
+                code, answer = self._route(method, path, body)
+            self.seen.append((method, path, token, code))
         data = json.dumps(answer).encode()
         request.send_response(code)
         request.send_header("Content-Type", "application/json")
