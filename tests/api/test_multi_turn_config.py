@@ -79,7 +79,6 @@ def test_off_by_default_with_verls_defaults():
         (MT + "tokenization_sanity_check_mode", "lenient", "strict"),
         (MT + "max_parallel_calls", 0, "greater than 0"),
         (MT + "tool_timeout", 0, "greater than 0"),
-        (R + "calculate_log_probs", True, "calculate_log_probs: false"),
         ("data.return_raw_chat", False, "return_raw_chat: true"),
     ],
 )

@@ -130,12 +130,15 @@ def test_bypass_mode_warns_that_it_replaces_a_written_loss_mode():
     assert warning.value == "gspo" and "ppo_clip" in warning.message
 
 
-def test_multi_turn_rollouts_refuse_the_correction_they_cannot_feed():
+def test_multi_turn_rollouts_feed_the_correction():
+    """The multi-turn rollout returns the engine's log-probs of every turn (the refusal is gone):
+    the correction and calculate_log_probs resolve as with a single-turn rollout."""
     multi_turn = {
         "actor_rollout_ref.rollout.multi_turn.enable": True,
         "actor_rollout_ref.rollout.multi_turn.tool_config_path": "/tools/calculator.yaml",
     }
-    assert _validate(**multi_turn).ok
-    (error,) = _validate(**multi_turn, **{RC + "rollout_is": "sequence"}).errors
-    assert error.path == "algorithm.rollout_correction.rollout_is"
-    assert error.value == "sequence" and "multi_turn" in error.hint
+    plan = _plan(**multi_turn, **{RC + "rollout_is": "sequence"})
+    assert plan["calculate_log_probs"] and plan["rollout_is"] == "sequence"
+    assert _plan(**multi_turn, **{"actor_rollout_ref.rollout.calculate_log_probs": True})[
+        "calculate_log_probs"
+    ]

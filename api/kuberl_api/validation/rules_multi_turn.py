@@ -37,15 +37,6 @@ def check_multi_turn(cfg: BackendConfig, bc: str) -> list[Problem]:
                 False,
             )
         )
-    if rollout.calculate_log_probs:
-        problems.append(
-            Problem(
-                join_path(at, "calculate_log_probs"),
-                "multi-turn rollouts do not return the engine's log-probs yet",
-                "set calculate_log_probs: false (and no rollout correction) with multi_turn",
-                True,
-            )
-        )
     length = (rollout.prompt_length or cfg.data.max_prompt_length) + (
         rollout.response_length or cfg.data.max_response_length
     )

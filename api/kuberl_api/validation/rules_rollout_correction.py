@@ -31,18 +31,6 @@ def check_rollout_correction(cfg: BackendConfig, bc: str) -> list[Problem]:
             )
         )
     rc = cfg.algorithm.rollout_correction
-    if cfg.actor_rollout_ref.rollout.multi_turn.enable and corrects(cfg):
-        switch, value = _first_switch(cfg)
-        problems.append(
-            Problem(
-                join_path(bc, *RC, switch),
-                "multi-turn rollouts do not return the engine's log-probs yet, which rollout "
-                "correction compares with the trainer's",
-                "turn rollout correction off with multi_turn (rollout_is and rollout_rs null, "
-                "bypass_mode false)",
-                value,
-            )
-        )
     if rc.bypass_mode and actor.policy_loss.loss_mode != "vanilla":
         problems.append(
             Problem(
@@ -55,12 +43,3 @@ def check_rollout_correction(cfg: BackendConfig, bc: str) -> list[Problem]:
             )
         )
     return problems
-
-
-def _first_switch(cfg: BackendConfig) -> tuple[str, object]:
-    """The first correction switch written on: (key, value)."""
-    rc = cfg.algorithm.rollout_correction
-    for key in ("rollout_is", "rollout_rs"):
-        if getattr(rc, key) is not None:
-            return key, getattr(rc, key)
-    return "bypass_mode", rc.bypass_mode

@@ -73,6 +73,9 @@ class Trajectory:
     seed: int
     ids: list[int] = field(default_factory=list)
     mask: list[int] = field(default_factory=list)
+    log_probs: list[float] = field(default_factory=list)
+    """The engine's log-prob of each of ``ids`` (0 for the context the policy did not write);
+    filled when ``TurnContext.log_probs``."""
     assistant_turns: int = 0
     user_turns: int = 0
     hit_turn_limit: bool = False
@@ -95,6 +98,8 @@ class TurnContext:
     """Context plus new tokens never exceed it (the engine's model length); 0: no limit."""
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     """data.apply_chat_template_kwargs: every turn is rendered as the dataset rendered prompts."""
+    log_probs: bool = False
+    """Keep the engine's log-prob of every sampled token (rollout correction)."""
 
 
 def start_trajectory(
@@ -170,11 +175,17 @@ def _generate_group(live: list[Trajectory], turn: int, ctx: TurnContext) -> None
         mask[row, width - len(context) :] = 1
     room = max(budget - len(t.ids) for t in live)
     seeds = [turn_seed(t.seed, turn) for t in live]
-    out = ctx.engine.generate(prompts, mask, replace(ctx.params, response_length=room), seeds)
+    params = replace(ctx.params, response_length=room)
+    if ctx.log_probs:
+        out, log_probs = ctx.engine.generate_with_log_probs(prompts, mask, params, seeds)
+    else:
+        out = ctx.engine.generate(prompts, mask, params, seeds)
+        log_probs = torch.zeros(out.shape, dtype=torch.float32)
     kept = response_mask_from(out, ctx.eos_ids, ctx.params.ignore_eos)
-    for trajectory, tokens, keep in zip(live, out.tolist(), kept.tolist(), strict=True):
-        own = tokens[: min(sum(keep), budget - len(trajectory.ids))]
-        _add_policy_tokens(trajectory, own, ctx)
+    for row, (trajectory, tokens) in enumerate(zip(live, out.tolist(), strict=True)):
+        n = min(int(kept[row].sum()), budget - len(trajectory.ids))
+        trajectory.log_probs += log_probs[row, :n].tolist()
+        _add_policy_tokens(trajectory, tokens[:n], ctx)
 
 
 def _add_policy_tokens(t: Trajectory, own: list[int], ctx: TurnContext) -> None:
@@ -222,6 +233,7 @@ def _tool_turn(calling: list[Trajectory], budget: int, ctx: TurnContext) -> None
         trajectory.messages += new
         trajectory.ids += added
         trajectory.mask += [0] * len(added)
+        trajectory.log_probs += [0.0] * len(added)
         trajectory.user_turns += 1
 
 

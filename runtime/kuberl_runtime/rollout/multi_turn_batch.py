@@ -2,7 +2,9 @@
 
 Each rank runs its contiguous share of the rows turn by turn (``multi_turn.run_trajectories``);
 every rank gets the whole batch back. ``responses`` hold each trajectory (right-padded),
-``attention_mask`` covers prompt and trajectory, ``response_mask`` the policy's tokens only.
+``attention_mask`` covers prompt and trajectory, ``response_mask`` the policy's tokens only;
+with ``TurnContext.log_probs``, ``rollout_log_probs`` hold the engine's log-prob of each policy
+token (0 off ``response_mask``), as the single-turn rollout's.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kuberl_runtime.rollout.multi_turn import (
     start_trajectory,
 )
 from kuberl_runtime.trainer.batch import Batch
+from kuberl_runtime.trainer.generation import ROLLOUT_LOG_PROBS
 
 ROW_INFO = ("num_turns", "tool_rewards", "tool_final_rewards")
 """What each row's ``extra_info`` gains for the reward function (verl's naive reward manager
@@ -52,14 +55,19 @@ def generate_multi_turn(
     run_trajectories(trajectories, ctx)
     ctx.engine.sleep()
     mismatches = check_tokenization(trajectories, ctx)
-    local = trajectory_tensors(trajectories, prompt_length, ctx.params.response_length, ctx.pad_id)
+    local = trajectory_tensors(
+        trajectories, prompt_length, ctx.params.response_length, ctx.pad_id, ctx.log_probs
+    )
     whole = {name: all_gather_rows(t)[:num_rows] for name, t in local.items()}
+    log_probs = whole.pop(ROLLOUT_LOG_PROBS, None)
     summaries = [
         s[: max(0, num_rows - r * per_rank)]
         for r, s in enumerate(all_gather_objects([_summary(t) for t in trajectories]))
     ]
     rows = [row for part in summaries for row in part]
     batch = build_multi_turn_batch(**whole)
+    if log_probs is not None:
+        batch[ROLLOUT_LOG_PROBS] = log_probs * batch["response_mask"]
     batch.objects = dict(prompts.objects)
     batch.objects["sample"] = [
         replace(s, extra_info={**s.extra_info, **{k: row[k] for k in ROW_INFO}})
@@ -70,7 +78,11 @@ def generate_multi_turn(
 
 
 def trajectory_tensors(
-    trajectories: Sequence[Trajectory], prompt_length: int, response_length: int, pad_id: int
+    trajectories: Sequence[Trajectory],
+    prompt_length: int,
+    response_length: int,
+    pad_id: int,
+    log_probs: bool = False,
 ) -> dict[str, torch.Tensor]:
     rows = len(trajectories)
     prompts = torch.full((rows, prompt_length), pad_id, dtype=torch.long)
@@ -78,6 +90,7 @@ def trajectory_tensors(
     responses = torch.full((rows, response_length), pad_id, dtype=torch.long)
     trajectory_mask = torch.zeros((rows, response_length), dtype=torch.long)
     policy_mask = torch.zeros((rows, response_length), dtype=torch.long)
+    engine_log_probs = torch.zeros((rows, response_length), dtype=torch.float32)
     for row, t in enumerate(trajectories):
         p, n = len(t.prompt_ids), len(t.ids)
         prompts[row, prompt_length - p :] = torch.tensor(t.prompt_ids, dtype=torch.long)
@@ -85,13 +98,16 @@ def trajectory_tensors(
         responses[row, :n] = torch.tensor(t.ids, dtype=torch.long)
         trajectory_mask[row, :n] = 1
         policy_mask[row, :n] = torch.tensor(t.mask, dtype=torch.long)
-    return {
+        if log_probs:
+            engine_log_probs[row, :n] = torch.tensor(t.log_probs, dtype=torch.float32)
+    tensors = {
         "prompts": prompts,
         "prompt_mask": prompt_mask,
         "responses": responses,
         "trajectory_mask": trajectory_mask,
         "response_mask": policy_mask,
     }
+    return {**tensors, ROLLOUT_LOG_PROBS: engine_log_probs} if log_probs else tensors
 
 
 def build_multi_turn_batch(

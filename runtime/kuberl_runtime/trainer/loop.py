@@ -351,7 +351,7 @@ class Trainer(StepLoop):
         self, prompts: Batch, params: SamplingParams, stream: int, log_probs: bool = False
     ) -> Batch:
         if self.multi_turn is not None:
-            return self.multi_turn.generate(prompts, params, stream)
+            return self.multi_turn.generate(prompts, params, stream, log_probs)
         return generate_sharded(
             prompts,
             self.c.rollout,

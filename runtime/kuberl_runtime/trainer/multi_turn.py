@@ -31,12 +31,10 @@ class MultiTurnGenerator:
         self.plan = plan
         self.engine, self.tokenizer, self.ranks = engine, tokenizer, ranks
         self.eos_ids, self.pad_id = eos_ids, pad_id
-        self.tools: dict[str, Tool] = load_tools(
-            m.tool_config_path or None, m.function_tool_path or None
-        )
+        self.tools: dict[str, Tool] = load_tools(m.tool_config_path, m.function_tool_path)
         self.settings = MultiTurnSettings(
-            max_assistant_turns=m.max_assistant_turns or None,
-            max_user_turns=m.max_user_turns or None,
+            max_assistant_turns=m.max_assistant_turns,  # the plan's 0: no limit
+            max_user_turns=m.max_user_turns,
             max_parallel_calls=m.max_parallel_calls,
             max_tool_response_length=m.max_tool_response_length,
             tool_response_truncate_side=m.tool_response_truncate_side,
@@ -46,7 +44,10 @@ class MultiTurnGenerator:
         )
         self.train_metrics: dict[str, float] = {}
 
-    def generate(self, prompts: Batch, params: SamplingParams, stream: int) -> Batch:
+    def generate(
+        self, prompts: Batch, params: SamplingParams, stream: int, log_probs: bool = False
+    ) -> Batch:
+        """``log_probs``: the batch holds the engine's ``rollout_log_probs`` of every turn."""
         ctx = TurnContext(
             engine=self.engine,
             tokenizer=self.tokenizer,
@@ -56,6 +57,7 @@ class MultiTurnGenerator:
             tools=self.tools,
             settings=self.settings,
             chat_template_kwargs=dict(self.plan.data.apply_chat_template_kwargs),
+            log_probs=log_probs,
         )
         seed = self.plan.trainer.seed
         seeds = [row_seed(seed, stream, row) for row in range(len(prompts))]

@@ -52,7 +52,7 @@ def rollout_log_probs(batch: Batch) -> torch.Tensor:
     if ROLLOUT_LOG_PROBS not in batch.tensors:
         raise ValueError(
             "algorithm.rollout_correction / rollout.calculate_log_probs need the rollout's "
-            "log-probs, and this rollout returned none (a multi-turn rollout does not yet); "
+            "log-probs, and this rollout returned none; "
             "set rollout.calculate_log_probs: false and turn the correction off"
         )
     return batch[ROLLOUT_LOG_PROBS]

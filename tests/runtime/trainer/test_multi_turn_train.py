@@ -124,8 +124,11 @@ def taught(tiny_model_dir, tmp_path_factory) -> Path:
 
 
 def test_grpo_with_a_calculator_tool_trains_end_to_end(taught, tmp_path):
+    """With rollout correction on: the multi-turn batch carries the engine's log-probs."""
     out = tmp_path / "out"
-    done = run_train(multi_turn_config(taught, out, tmp_path), tmp_path)
+    config = multi_turn_config(taught, out, tmp_path)
+    set_key(config, "algorithm.rollout_correction.rollout_is", "token")
+    done = run_train(config, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = read_metrics(out)
     assert sorted(metrics) == [1, 2]
@@ -135,7 +138,13 @@ def test_grpo_with_a_calculator_tool_trains_end_to_end(taught, tmp_path):
     assert first["timing_s/tool/calculator/max"] >= first["timing_s/tool/calculator/mean"] > 0
     assert first["num_turns/mean"] > 2
     assert first["critic/score/mean"] > 0  # "#### 13" after reading the tool
-    assert all(torch.isfinite(torch.tensor(v)) for v in first.values())
+    # the trainer's old log-probs against the engine's, on the policy's tokens of every turn
+    assert first["training/rollout_probs_diff_max"] < 1e-3
+    assert abs(first["rollout_corr/kl"]) < 1e-4
+    # the taught policy is sure of every token at temperature 0.3: probabilities of 1 have no
+    # variance, so their Pearson correlation is NaN (as verl's); every other metric is finite
+    finite = {k: v for k, v in first.items() if k != "training/rollout_actor_probs_pearson_corr"}
+    assert all(torch.isfinite(torch.tensor(v)) for v in finite.values())
 
 
 def test_two_ranks_roll_out_and_train_as_one(taught, tmp_path):
@@ -151,3 +160,60 @@ def test_two_ranks_roll_out_and_train_as_one(taught, tmp_path):
         assert done.returncode == 0, done.stderr[-3000:]
     assert read_metrics(outs[2])[1]["tool/calculator/calls"] >= 4
     assert_same_training(outs[1], outs[2], [1, 2])
+
+
+def test_the_engines_log_probs_of_every_turn_are_the_trainers(taught):
+    """With ``log_probs`` the multi-turn rollout keeps the HF engine's log-prob of each token the
+    policy sampled, turn after turn, and 0 on the tool's context: on the policy's tokens they
+    equal the trainer's forward over the whole trajectory (``forward_responses``, as the actor's
+    old log-probs), so rollout correction reads a multi-turn batch like a single-turn one."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from kuberl_runtime.data import PromptSample
+    from kuberl_runtime.data.tokenize import encode_text
+    from kuberl_runtime.distributed import RankInfo
+    from kuberl_runtime.engine.logprob import forward_responses
+    from kuberl_runtime.rollout.base import SamplingParams
+    from kuberl_runtime.rollout.hf import HFRollout
+    from kuberl_runtime.rollout.multi_turn import MultiTurnSettings, TurnContext
+    from kuberl_runtime.rollout.multi_turn_batch import generate_multi_turn
+    from kuberl_runtime.tools import CalculatorTool
+    from kuberl_runtime.trainer.batch import Batch
+
+    tokenizer = AutoTokenizer.from_pretrained(taught)
+    model = AutoModelForCausalLM.from_pretrained(taught)
+    messages = [{"role": "user", "content": QUESTION}]
+    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    samples = [
+        PromptSample(i, encode_text(tokenizer, prompt), "openai/gsm8k", "13", raw_prompt=messages)
+        for i in range(6)
+    ]
+    temperature, prompt_length = 0.7, 24
+    ctx = TurnContext(
+        engine=HFRollout(model, eos_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id),
+        tokenizer=tokenizer,
+        params=SamplingParams(response_length=120, temperature=temperature),
+        eos_ids=[tokenizer.eos_token_id],
+        pad_id=tokenizer.pad_token_id,
+        tools={"calculator": CalculatorTool()},
+        settings=MultiTurnSettings(max_assistant_turns=3, default_agent_loop="tool_agent"),
+        log_probs=True,
+    )
+    prompts = Batch({}, {"sample": samples, "uid": [str(i) for i in range(6)]})
+    batch, metrics = generate_multi_turn(
+        prompts,
+        ctx,
+        ranks=RankInfo(rank=0, world_size=1, local_rank=0),
+        row_seeds=list(range(6)),
+        prompt_length=prompt_length,
+    )
+    policy = batch["response_mask"].bool()
+    tool_context = batch["attention_mask"][:, prompt_length:].bool() & ~policy
+    assert metrics["tool/calculator/calls"] >= 3 and tool_context.any(1).sum() >= 3
+    # policy tokens after the tool's context: later turns are compared too
+    assert (policy & (tool_context.long().cumsum(1) > 0)).any()
+    engine = batch["rollout_log_probs"]
+    with torch.no_grad():
+        trainer = forward_responses(model, batch.tensors, temperature=temperature).log_probs
+    torch.testing.assert_close(engine[policy], trainer[policy].float(), atol=1e-4, rtol=0)
+    assert (engine[~policy] == 0).all() and (engine[policy] < 0).all()
