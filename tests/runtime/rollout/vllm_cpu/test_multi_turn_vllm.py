@@ -1,6 +1,7 @@
 """Multi-turn GRPO with tools on the real vLLM engine (`.venv-vllm-cpu`, vLLM 0.32 on CPU):
 `kuberl train` with `rollout.name: vllm`, `multi_turn.enable` and verl's tool config format,
-a policy taught one calculator transcript; its rollouts call the tool and read the answer."""
+a policy taught one calculator transcript; its rollouts call the tool and read the answer, and
+rollout correction compares vLLM's log-probs of the policy's tokens with the trainer's."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def test_multi_turn_grpo_with_a_calculator_on_the_real_vllm_engine(tmp_path):
     set_key(config, r + "multi_turn.max_assistant_turns", 3)
     set_key(config, r + "multi_turn.tool_config_path", str(tools))
     set_key(config, r + "agent.default_agent_loop", "tool_agent")
+    # rollout correction reads vLLM's log-probs of every turn against the trainer's
+    set_key(config, "algorithm.rollout_correction.rollout_is", "token")
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     env = {**os.environ, **THREAD_ENV, "HF_HUB_OFFLINE": "1"}
@@ -55,3 +58,6 @@ def test_multi_turn_grpo_with_a_calculator_on_the_real_vllm_engine(tmp_path):
     assert first["tool/calculator/calls"] >= 4 and first["tool/calculator/failures"] == 0
     assert first["num_turns/mean"] > 2
     assert first["critic/score/mean"] > 0
+    assert first["training/rollout_probs_diff_valid"] == 1
+    assert first["training/rollout_probs_diff_max"] < 1e-3
+    assert abs(first["rollout_corr/kl"]) < 1e-4
