@@ -15,9 +15,10 @@ def test_locked_head_job_runs_to_success(jobs, kube_api, ray_head, tmp_path):
     jobs.apply(fake_job("locked", tmp_path, "fake-steps-2-1"))
     [raycluster] = wait_for("RayCluster locked-a1", lambda: jobs.rayclusters())
     auth = raycluster["spec"]["authOptions"]
-    assert auth == {"mode": "token", "secretName": "locked-ray-token"}
+    # One Secret per job and token key: <job>-ray-token-<key id> (ray_auth.py, rotation).
+    assert auth["mode"] == "token" and auth["secretName"].startswith("locked-ray-token-")
     core = client.CoreV1Api(kube_api)
-    secret = core.read_namespaced_secret("locked-ray-token", jobs.namespace)
+    secret = core.read_namespaced_secret(auth["secretName"], jobs.namespace)
     assert set(secret.data) == {"auth_token"}
     assert secret.metadata.owner_references[0].kind == "RLTrainingJob"
     policy = client.NetworkingV1Api(kube_api).read_namespaced_network_policy(
