@@ -12,6 +12,7 @@ from kuberl_api.backend_config.sft import SFTTrainerConfig
 from kuberl_api.backend_config.trainer import TrainerConfig
 from kuberl_api.job import EngineKwargs
 from kuberl_api.platform import WorkerPool
+from kuberl_api.storage import output_location
 
 VERL_DEFAULT_GPUS_PER_NODE = 8
 
@@ -35,7 +36,9 @@ def build_effective_backend_config(
     trainer.n_gpus_per_node = trainer.n_gpus_per_node or VERL_DEFAULT_GPUS_PER_NODE
     # No device written and no pool to derive it from: the runtime takes what its machine has.
     if af_output_dir:
-        trainer.default_local_dir = posixpath.join(af_output_dir, trainer.default_local_dir)
+        # An af_output_dir URL: its local staging directory (uploaded to the URL).
+        local = output_location(af_output_dir)
+        trainer.default_local_dir = posixpath.join(local, trainer.default_local_dir)
     if engine_kwargs:
         vllm = cfg.actor_rollout_ref.rollout.engine_kwargs.vllm
         vllm.update(engine_kwargs.vllm)

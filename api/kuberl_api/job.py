@@ -25,6 +25,11 @@ PLURAL = "rltrainingjobs"
 SHORT_NAME = "rlj"
 
 
+OUTPUT_DIR_PATTERN = r"^(/|[A-Za-z][A-Za-z0-9+.-]*://)"
+"""af_output_dir: an absolute path or a URL (its scheme is checked at validation,
+``validation/rules_storage.py``)."""
+
+
 class EngineKwargs(ConfigModel):
     """ModelArts' ``engine_kwargs``: keyword arguments for the rollout engine."""
 
@@ -61,8 +66,10 @@ class RLTrainingJobSpec(PlatformModel):
     af_output_dir: str = Field(
         alias="af_output_dir",
         min_length=2,
-        pattern=r"^/",
-        description="Absolute path of the output root: checkpoints, logs, merged model.",
+        pattern=OUTPUT_DIR_PATTERN,
+        description="The output root (checkpoints, logs, merged model): an absolute path (a "
+        "mounted volume, spec.storage.output), or a URL (s3://, obs://, gs://, hdfs://, file://) "
+        "the ranks upload to from a local staging directory.",
     )
     backend_config: BackendConfig | None = Field(
         None,
@@ -207,7 +214,7 @@ class RLTrainingJobStatus(PlatformModel):
 class ModelArtsConfig(ConfigModel):
     """The ModelArts/AscendFactory envelope on its own, before placement is added."""
 
-    af_output_dir: str = Field(min_length=2, pattern=r"^/")
+    af_output_dir: str = Field(min_length=2, pattern=OUTPUT_DIR_PATTERN)
     backend_config: BackendConfig
     engine_kwargs: EngineKwargs = Field(default_factory=EngineKwargs)
 

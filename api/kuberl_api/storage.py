@@ -78,3 +78,36 @@ def mirror_url(path: str) -> str:
 def strip_protocol(url: str) -> str:
     """The path part fsspec expects: ``bucket/key`` for s3://bucket/key, ``/a/b`` for file."""
     return url.split("://", 1)[1] if is_url(url) else url
+
+
+STAGING_ROOT = "/tmp/kuberl-output"
+"""Where the ranks write an ``af_output_dir`` given as a URL before it is uploaded.
+
+``/tmp`` because it is writable in every image and pod (the operator mounts an emptyDir there for
+the read-only root filesystem, and ``kuberl train`` runs as any user), and nothing there needs to
+outlive the pod: every checkpoint, the logs and the merged model go to the URL, and a new
+attempt resumes from the URL. A job that also names ``spec.storage.output`` gets that volume
+mounted here instead, so the input cache and the local steps survive attempts on it. The URL's
+own path follows (``/tmp/kuberl-output/s3/bucket/runs/grpo``): two runs on one machine never
+share a directory."""
+
+
+def is_remote(path: str) -> bool:
+    """A URL the run uploads to or downloads from (``file://`` is a mounted path)."""
+    return is_url(path) and scheme_of(path) != "file"
+
+
+def output_location(af_output_dir: str) -> str:
+    """The local directory a run writes ``af_output_dir`` to: the path itself, the path of a
+    ``file://`` URL, or the staging directory of a remote URL (``STAGING_ROOT``)."""
+    if not is_url(af_output_dir):
+        return af_output_dir
+    segments = [s for s in strip_protocol(af_output_dir).split("/") if s not in ("", ".", "..")]
+    if scheme_of(af_output_dir) == "file":
+        return "/" + "/".join(segments)
+    return "/".join([STAGING_ROOT, scheme_of(af_output_dir), *segments])
+
+
+def output_url(af_output_dir: str | None) -> str:
+    """``af_output_dir`` when the run uploads its outputs there ("" when it is a mounted path)."""
+    return af_output_dir.rstrip("/") if af_output_dir and is_remote(af_output_dir) else ""

@@ -25,6 +25,8 @@ SYNCED = "Synced"
 """Absent until a reconcile fails: then False (reason ReconcileError, the redacted error and the
 next try), and True again (ReconcileSuccess) once a reconcile goes through."""
 RECONCILE_ERROR = "ReconcileError"
+INITIALIZING = "Initializing"
+"""True while the runtime copies remote models and data into the input cache (initializing.py)."""
 
 CONDITION_TYPES = (
     VALIDATED,
@@ -32,6 +34,7 @@ CONDITION_TYPES = (
     QUEUED,
     ADMITTED,
     CLUSTER_READY,
+    INITIALIZING,
     RUNNING,
     RESTARTING,
     SUSPENDED,

@@ -20,6 +20,7 @@ from kuberl_operator.deadlines import (
     no_progress,
     pre_running_overdue,
 )
+from kuberl_operator.initializing import observe_initializing
 from kuberl_operator.metrics import Metrics
 from kuberl_operator.state import JobState
 
@@ -38,6 +39,7 @@ class Liveness:
         progress = state.status.progress
         if progress is None:
             return
+        observe_initializing(state)
         self.metrics.global_step.labels(state.ref.namespace, state.ref.name).set(
             progress.global_step
         )

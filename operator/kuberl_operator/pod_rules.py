@@ -18,6 +18,7 @@ from decimal import Decimal, InvalidOperation
 
 from kuberl_api.job import RLTrainingJobSpec
 from kuberl_api.platform import Quantity
+from kuberl_api.storage import output_location
 from kuberl_api.validation.problems import Problem
 from kuberl_operator.builders.pods import WRITABLE_DIR
 
@@ -113,7 +114,7 @@ def _collides(path: str, own: str) -> bool:
 def _mount_problems(spec: RLTrainingJobSpec) -> list[Problem]:
     mounts = []
     if spec.storage.output and (spec.storage.output.claim_name or spec.storage.output.host_path):
-        mounts.append(("spec.af_output_dir", spec.af_output_dir))
+        mounts.append(("spec.af_output_dir", output_location(spec.af_output_dir)))
     if spec.storage.model and (spec.storage.model.claim_name or spec.storage.model.host_path):
         mounts.append(("spec.storage.model.mountPath", spec.storage.model.mount_path))
     problems = []

@@ -94,7 +94,8 @@ def fetch_input(item: RemoteInputPlan, cache: Path, heartbeat: Heartbeat | None 
 
 def localized(plan: P, inputs: list[RemoteInputPlan]) -> P:
     """The plan with every input URL replaced by its local copy's path (model, data, critic and
-    reward model sections; the plan's record of the source config keeps the URLs)."""
+    reward model sections, trainer.resume_from_path; the plan's record of the source config
+    keeps the URLs)."""
     if not inputs:
         return plan
     local = {item.url: item.local_path for item in inputs}
@@ -112,6 +113,8 @@ def localized(plan: P, inputs: list[RemoteInputPlan]) -> P:
     for section in ("model", "data", "critic", "reward_model"):
         if section in document:
             document[section] = swap(document[section])
+    trainer = document["trainer"]  # a resume_from_path URL: the uploaded step's copy
+    trainer["resume_from_path"] = swap(trainer["resume_from_path"])
     return type(plan).model_validate_json(json.dumps(document))  # type: ignore[attr-defined]
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from kuberl_api.plan.from_document import plan_validated
 from kuberl_api.validation import parse_document, validate_document
+from kuberl_operator.builders.pods import OUTPUT_VOLUME, volumes_and_mounts
 from support.manifests import valid_manifest, with_changes
 
 BC = "spec.backend_config"
@@ -71,12 +72,32 @@ def test_a_credentialed_scheme_without_a_secret_names_the_field_to_set():
     assert "spec.storage.credentials.secretRef.name" in message
 
 
-def test_a_resume_url_is_refused_with_the_way_that_works():
+def test_a_resume_url_is_copied_as_an_input_and_read_from_its_copy():
     resume = {f"{BC}.trainer.resume_mode": "resume_path", **SECRET}
-    errors = _errors({**resume, f"{BC}.trainer.resume_from_path": "s3://b/run/global_step_3"})
-    assert list(errors) == [f"{BC}.trainer.resume_from_path"]
-    message = errors[f"{BC}.trainer.resume_from_path"]
-    assert "default_hdfs_dir" in message and "resume_mode: auto" in message
+    url = "s3://b/run/global_step_3"
+    manifest = with_changes(valid_manifest(), {**resume, f"{BC}.trainer.resume_from_path": url})
+    result = validate_document(parse_document(manifest))
+    assert result.ok, [p.render() for p in result.errors]
+    plan = plan_validated(result.backend_config, result.af_output_dir)
+    (copied,) = [i for i in plan.paths.remote_inputs if i.url == url]
+    assert copied.local_path == f"{plan.paths.input_cache_dir}/s3/b/run/global_step_3"
+    assert plan.trainer.resume_from_path == url  # the runtime reads the copy (localized)
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({}, "needs credentials"),  # no Secret named
+        ({**SECRET, "url": "ftp://b/run/global_step_3"}, "scheme ftp:// is not one"),
+    ],
+)
+def test_a_resume_url_needs_a_known_scheme_and_credentials(changes, says):
+    changes = dict(changes)
+    url = changes.pop("url", "s3://b/run/global_step_3")
+    key = f"{BC}.trainer.resume_from_path"
+    errors = _errors({**changes, f"{BC}.trainer.resume_mode": "resume_path", key: url})
+    assert list(errors) == [key]
+    assert says in errors[key] and url in errors[key]
 
 
 def test_a_multi_node_job_needs_shared_or_object_storage():
@@ -101,3 +122,62 @@ def test_the_secret_name_is_all_the_spec_holds():
     manifest = with_changes(valid_manifest(), {MIRROR: "s3://b/a", **SECRET})
     result = validate_document(parse_document(manifest))
     assert result.spec.storage.credentials.secret_ref.name == "job-s3"
+
+
+OUT = "spec.af_output_dir"
+
+
+def test_an_output_url_stages_locally_and_uploads_checkpoints_logs_and_model():
+    manifest = with_changes(
+        valid_manifest(),
+        {
+            OUT: "s3://bucket/runs/grpo/",
+            "spec.storage": {
+                "output": {"hostPath": "/data/cache"},
+                **SECRET["spec.storage"],
+            },
+        },
+    )
+    result = validate_document(parse_document(manifest))
+    assert result.ok, [p.render() for p in result.errors]
+    paths = plan_validated(result.backend_config, result.af_output_dir).paths
+    staging = "/tmp/kuberl-output/s3/bucket/runs/grpo"
+    assert paths.output_dir == staging and paths.output_url == "s3://bucket/runs/grpo"
+    assert paths.checkpoint_dir == f"{staging}/checkpoints/verl_examples/gsm8k"  # verl's default
+    assert paths.logs_dir == f"{staging}/logs" and paths.input_cache_dir.startswith(staging)
+    plan = plan_validated(result.backend_config, result.af_output_dir)
+    assert plan.trainer.checkpoint_mirror == "s3://bucket/runs/grpo/checkpoints/verl_examples/gsm8k"
+    # the output volume holds the staging directory (input cache, local steps across attempts)
+    _, mounts = volumes_and_mounts(result.spec, "1Gi")
+    assert {"name": OUTPUT_VOLUME, "mountPath": staging} in mounts
+    # verl's default_hdfs_dir, when set, still names where checkpoints go
+    both = with_changes(manifest, {MIRROR: "gs://other/ckpt"})
+    result = validate_document(parse_document(both))
+    assert plan_validated(
+        result.backend_config, result.af_output_dir
+    ).trainer.checkpoint_mirror == ("gs://other/ckpt")
+
+
+@pytest.mark.parametrize(
+    ("value", "changes", "says"),
+    [
+        ("s3://bucket/run", {}, "needs credentials"),
+        ("ftp://host/run", SECRET, "scheme ftp:// is not one kuberl reads"),
+        ("s3:///run", SECRET, "names no bucket"),
+    ],
+)
+def test_a_bad_output_url_is_refused_at_af_output_dir(value, changes, says):
+    errors = _errors({OUT: value, **changes})
+    assert list(errors) == [OUT]
+    assert says in errors[OUT] and value in errors[OUT]
+
+
+def test_a_multi_node_job_may_keep_its_outputs_at_a_url():
+    two_nodes = {
+        "spec.workerPools[0].nodes": 2,
+        f"{BC}.data.train_batch_size": 16,
+        f"{BC}.actor_rollout_ref.actor.ppo_mini_batch_size": 8,
+        f"{BC}.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 1,
+    }
+    assert _errors({**two_nodes, OUT: "s3://bucket/run", **SECRET}) == {}
+    assert list(_errors({**two_nodes, OUT: "file:///mnt/nfs/run"})) == ["spec.storage.output"]

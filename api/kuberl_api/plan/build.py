@@ -24,7 +24,7 @@ from kuberl_api.plan.common import (
 )
 from kuberl_api.plan.filter_groups import filter_groups_section, gen_batch_size
 from kuberl_api.plan.multi_turn import multi_turn_section
-from kuberl_api.plan.remote_inputs import paths_section
+from kuberl_api.plan.remote_inputs import checkpoint_mirror, paths_section, resume_input
 from kuberl_api.plan.reward_judge import JudgePlan, is_generative, judge_section
 from kuberl_api.plan.rollout_correction import rollout_correction_section
 from kuberl_api.plan.run_plan import RunPlan
@@ -49,14 +49,15 @@ from kuberl_api.plan.sections import (
     SamplingPlan,
     TrainerPlan,
 )
-from kuberl_api.storage import mirror_url
+from kuberl_api.storage import output_location, output_url
 
 
 def build_run_plan(effective: BackendConfig, af_output_dir: str | None = None) -> RunPlan:
     placement, arr = _placement(effective), effective.actor_rollout_ref
+    paths = _paths(effective, af_output_dir)
     return RunPlan(
         placement=placement,
-        paths=_paths(effective, af_output_dir),
+        paths=paths,
         data=_data(effective),
         model=model_section(effective.actor_rollout_ref.model),
         actor=actor_section(arr.actor, arr.rollout.n, placement.dp_size),
@@ -70,7 +71,7 @@ def build_run_plan(effective: BackendConfig, af_output_dir: str | None = None) -
         reward_judge=_reward_judge(effective),
         algorithm=_algorithm(effective),
         rollout_correction=rollout_correction_section(effective),
-        trainer=_trainer(effective),
+        trainer=_trainer(effective, paths),
         source=json.loads(effective.model_dump_json()),
     )
 
@@ -93,8 +94,10 @@ def _placement(cfg: BackendConfig) -> PlacementPlan:
 
 def _paths(cfg: BackendConfig, af_output_dir: str | None) -> PathsPlan:
     checkpoint_dir = os.path.abspath(cfg.trainer.default_local_dir or "checkpoints")
-    output_dir = os.path.abspath(af_output_dir) if af_output_dir else checkpoint_dir
-    return paths_section(checkpoint_dir, output_dir, _input_urls(cfg))
+    output_dir = (
+        os.path.abspath(output_location(af_output_dir)) if af_output_dir else checkpoint_dir
+    )
+    return paths_section(checkpoint_dir, output_dir, _input_urls(cfg), output_url(af_output_dir))
 
 
 def _input_urls(cfg: BackendConfig) -> list[str]:
@@ -108,6 +111,7 @@ def _input_urls(cfg: BackendConfig) -> list[str]:
         cfg.critic.model.path or "",
         rm.model.path or "",
         rm.model.input_tokenizer or "",
+        resume_input(cfg.trainer.resume_mode, cfg.trainer.resume_from_path),
     ]
 
 
@@ -380,7 +384,7 @@ def _roll_rlvr(a: AlgorithmConfig) -> RollRLVRPlan:
     return plan
 
 
-def _trainer(cfg: BackendConfig) -> TrainerPlan:
+def _trainer(cfg: BackendConfig, paths: PathsPlan) -> TrainerPlan:
     t = cfg.trainer
     keep = [k for k in (t.max_actor_ckpt_to_keep, t.max_critic_ckpt_to_keep) if k]
     if t.remove_previous_ckpt_in_save:
@@ -399,7 +403,7 @@ def _trainer(cfg: BackendConfig) -> TrainerPlan:
         resume_mode=t.resume_mode,
         resume_from_path=t.resume_from_path or "",
         max_ckpt_to_keep=min(keep) if keep else 0,
-        checkpoint_mirror=mirror_url(t.default_hdfs_dir) if t.default_hdfs_dir else "",
+        checkpoint_mirror=checkpoint_mirror(t.default_hdfs_dir, paths),
         seed=t.seed,
         balance_batch=t.balance_batch,
     )

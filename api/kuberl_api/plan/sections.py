@@ -44,7 +44,11 @@ class PathsPlan(Frozen):
     """Absolute paths of a run's outputs."""
 
     output_dir: str
-    """af_output_dir, or the checkpoint directory when there is none."""
+    """af_output_dir, or the checkpoint directory when there is none; for an af_output_dir URL
+    its local staging directory (``kuberl_api.storage.output_location``)."""
+    output_url: str
+    """af_output_dir when it is a URL the run uploads to (checkpoints through
+    ``trainer.checkpoint_mirror``, then the logs and the merged model); empty: a mounted path."""
     checkpoint_dir: str
     logs_dir: str
     hf_export_dir: str

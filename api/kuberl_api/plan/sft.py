@@ -17,7 +17,7 @@ from kuberl_api.plan.common import (
     model_section,
     optim_section,
 )
-from kuberl_api.plan.remote_inputs import paths_section
+from kuberl_api.plan.remote_inputs import checkpoint_mirror, paths_section, resume_input
 from kuberl_api.plan.sections import (
     CheckpointPlan,
     Frozen,
@@ -28,7 +28,7 @@ from kuberl_api.plan.sections import (
     PlacementPlan,
 )
 from kuberl_api.plan.version import PLAN_VERSION, check_plan_version
-from kuberl_api.storage import mirror_url
+from kuberl_api.storage import output_location, output_url
 
 SFT_JOB_TYPE = "sft"
 DEFAULT_NCCL_TIMEOUT = 600
@@ -112,7 +112,8 @@ def build_sft_plan(cfg: SFTConfig, af_output_dir: str | None = None) -> SFTPlan:
         "checkpoints", trainer.project_name, trainer.experiment_name
     )
     if af_output_dir:
-        local = posixpath.join(af_output_dir, local)
+        local = posixpath.join(output_location(af_output_dir), local)
+    paths = _paths(local, af_output_dir, _input_urls(cfg))
     return SFTPlan(
         job_type=SFT_JOB_TYPE,
         placement=PlacementPlan(
@@ -124,7 +125,7 @@ def build_sft_plan(cfg: SFTConfig, af_output_dir: str | None = None) -> SFTPlan:
             sp_size=sp,
             nccl_timeout=DEFAULT_NCCL_TIMEOUT,
         ),
-        paths=_paths(local, af_output_dir, _input_urls(cfg)),
+        paths=paths,
         data=_data(cfg),
         model=model_section(cfg.model),
         use_remove_padding=cfg.model.use_remove_padding,
@@ -144,9 +145,7 @@ def build_sft_plan(cfg: SFTConfig, af_output_dir: str | None = None) -> SFTPlan:
             resume_from_path=trainer.resume_from_path or "",
             max_ckpt_to_keep=trainer.max_ckpt_to_keep or 0,
             seed=trainer.seed,
-            checkpoint_mirror=mirror_url(trainer.default_hdfs_dir)
-            if trainer.default_hdfs_dir
-            else "",
+            checkpoint_mirror=checkpoint_mirror(trainer.default_hdfs_dir, paths),
         ),
         source=json.loads(cfg.model_dump_json()),
     )
@@ -154,8 +153,10 @@ def build_sft_plan(cfg: SFTConfig, af_output_dir: str | None = None) -> SFTPlan:
 
 def _paths(checkpoint_root: str, af_output_dir: str | None, inputs: list[str]) -> PathsPlan:
     checkpoint_dir = os.path.abspath(checkpoint_root)
-    output_dir = os.path.abspath(af_output_dir) if af_output_dir else checkpoint_dir
-    return paths_section(checkpoint_dir, output_dir, inputs)
+    output_dir = (
+        os.path.abspath(output_location(af_output_dir)) if af_output_dir else checkpoint_dir
+    )
+    return paths_section(checkpoint_dir, output_dir, inputs, output_url(af_output_dir))
 
 
 def _input_urls(cfg: SFTConfig) -> list[str]:
@@ -165,6 +166,7 @@ def _input_urls(cfg: SFTConfig) -> list[str]:
         model.tokenizer_path or "",
         *file_list(cfg.data.train_files),
         *file_list(cfg.data.val_files),
+        resume_input(cfg.trainer.resume_mode, cfg.trainer.resume_from_path),
     ]
 
 

@@ -7,6 +7,7 @@ from kuberl_api.backend_config import BackendConfig
 from kuberl_api.backend_config.sft import SFTConfig
 from kuberl_api.effective import accelerator_pools
 from kuberl_api.job import RLTrainingJobSpec
+from kuberl_api.storage import output_location
 from kuberl_api.validation.problems import Problem, join_path
 
 _PARALLEL_ROLLOUTS = ("vllm", "sglang")
@@ -80,7 +81,7 @@ def check_checkpoint_dir(
 ) -> list[Problem]:
     assert cfg.trainer.default_local_dir is not None, "placed under af_output_dir at validation"
     local_dir = posixpath.normpath(cfg.trainer.default_local_dir)
-    root = posixpath.normpath(af_output_dir)
+    root = posixpath.normpath(output_location(af_output_dir))
     if local_dir == root or local_dir.startswith(root + "/"):
         return []
     return [

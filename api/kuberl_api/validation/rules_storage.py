@@ -3,15 +3,19 @@
 * ``trainer.default_hdfs_dir`` (verl's checkpoint copy) is a URL whose scheme kuberl reads
   (``kuberl_api.storage.SCHEMES``), or a local path as verl allows (absolute or ``~/``: a
   warning, the copy stays on the saving pod's disk unless that path is mounted).
-  ``trainer.resume_from_path`` is a local step directory: a URL there is refused with the way
-  that works (the mirror and ``resume_mode: auto``).
+  ``trainer.resume_from_path`` is a local step directory or the URL of an uploaded one
+  (``<url>/global_step_N``, holding the manifest the mirror writes): the initializer copies it
+  like a model, and the run resumes from the copy only when the manifest lists every file.
 * Model and data paths (``model.path``, ``data.train_files``/``val_files``, ``data.tokenizer``,
   the critic's and reward model's paths) may be URLs of those schemes too: the runtime
   downloads them into the input cache before the ranks load anything (``plan/remote_inputs``).
 * In an RLTrainingJob, a URL of a scheme that needs credentials needs them named:
   ``spec.storage.credentials.secretRef`` (the Secret's keys become the ranks' environment).
+* ``af_output_dir`` may be a URL too: the ranks write to a local staging directory
+  (``kuberl_api.storage.output_location``) and upload checkpoints, logs and the merged model.
 * A job on more than one node needs its checkpoints where every node and every later attempt
-  finds them: a PersistentVolumeClaim as the output volume, or a ``default_hdfs_dir`` URL.
+  finds them: a PersistentVolumeClaim as the output volume, or a ``default_hdfs_dir`` or
+  ``af_output_dir`` URL.
   Otherwise each attempt would silently start again from step 0.
 """
 
@@ -20,32 +24,48 @@ from __future__ import annotations
 from kuberl_api.backend_config import BackendConfig
 from kuberl_api.backend_config.sft import SFTConfig
 from kuberl_api.job import RLTrainingJobSpec
-from kuberl_api.storage import SCHEMES, is_local_path, is_url, scheme_of, url_problem
+from kuberl_api.storage import SCHEMES, is_local_path, is_remote, is_url, scheme_of, url_problem
 from kuberl_api.validation.problems import Problem, Severity, join_path
 
 URL_FORMS = "s3://bucket/prefix, obs://bucket/prefix, gs://bucket/prefix, hdfs://host/path or file:///absolute/path"
 
 
 def check_storage(
-    cfg: BackendConfig, bc: str, spec: RLTrainingJobSpec | None, prefix: str
+    cfg: BackendConfig,
+    bc: str,
+    spec: RLTrainingJobSpec | None,
+    prefix: str,
+    af_output_dir: str | None = None,
 ) -> list[Problem]:
     trainer = cfg.trainer
-    problems = []
+    problems = check_output_dir(af_output_dir or "", spec, prefix)
     mirror = trainer.default_hdfs_dir or ""
     mirror_key = join_path(bc, "trainer", "default_hdfs_dir")
     if mirror:
         problems += url_problems(mirror, mirror_key, required=True)
-    resume = trainer.resume_from_path or ""
-    if is_url(resume):
-        problems.append(_resume_url(resume, join_path(bc, "trainer", "resume_from_path")))
     inputs = [(k, v) for k, v in input_paths(cfg, bc) if is_url(v)]
+    inputs += _resume_url(trainer.resume_mode, trainer.resume_from_path, bc)
     problems += check_input_urls(inputs)
     if spec is not None:
         urls = [(mirror_key, mirror)] if is_url(mirror) else []
         urls += inputs
         problems += credentials_named(spec, prefix, urls)
         nodes = sum(pool.nodes for pool in spec.worker_pools)
-        problems += _multi_node_outputs(spec, prefix, is_url(mirror), nodes)
+        uploaded = is_url(mirror) or is_remote(spec.af_output_dir)
+        problems += _multi_node_outputs(spec, prefix, uploaded, nodes)
+    return problems
+
+
+def check_output_dir(
+    af_output_dir: str, spec: RLTrainingJobSpec | None, prefix: str
+) -> list[Problem]:
+    """af_output_dir as a URL: a scheme kuberl reads, and its credentials named in a job."""
+    if not is_url(af_output_dir):
+        return []
+    key = join_path(prefix, "af_output_dir")
+    problems = url_problems(af_output_dir, key, required=True)
+    if spec is not None and not problems:
+        problems += credentials_named(spec, prefix, [(key, af_output_dir)])
     return problems
 
 
@@ -57,12 +77,20 @@ def check_sft_urls(cfg: SFTConfig, sft: str) -> list[Problem]:
     return problems + check_input_urls(sft_input_paths(cfg, sft))
 
 
+def _resume_url(mode: str, value: str | None, prefix: str) -> list[tuple[str, str]]:
+    """trainer.resume_from_path when it is a URL the run reads (resume_mode: resume_path)."""
+    if mode != "resume_path" or not value or not is_url(value):
+        return []
+    return [(join_path(prefix, "trainer", "resume_from_path"), value)]
+
+
 def check_sft_credentials(
     cfg: SFTConfig, sft: str, spec: RLTrainingJobSpec, prefix: str
 ) -> list[Problem]:
     mirror = cfg.trainer.default_hdfs_dir or ""
     urls = [(join_path(sft, "trainer", "default_hdfs_dir"), mirror)] if is_url(mirror) else []
-    return credentials_named(spec, prefix, urls + sft_input_paths(cfg, sft))
+    problems = check_output_dir(spec.af_output_dir, spec, prefix)
+    return problems + credentials_named(spec, prefix, urls + sft_input_paths(cfg, sft))
 
 
 def check_input_urls(inputs: list[tuple[str, str]]) -> list[Problem]:
@@ -83,6 +111,7 @@ def sft_input_paths(cfg: SFTConfig, prefix: str) -> list[tuple[str, str]]:
         found.append((join_path(prefix, "model", "tokenizer_path"), cfg.model.tokenizer_path))
     found += _files(cfg.data.train_files, join_path(prefix, "data", "train_files"))
     found += _files(cfg.data.val_files, join_path(prefix, "data", "val_files"))
+    found += _resume_url(cfg.trainer.resume_mode, cfg.trainer.resume_from_path, prefix)
     return [(k, v) for k, v in found if is_url(v)]
 
 
@@ -107,17 +136,6 @@ def input_paths(cfg: BackendConfig, bc: str) -> list[tuple[str, str]]:
         (join_path(bc, "reward_model", "model", "input_tokenizer"), rm.model.input_tokenizer or "")
     )
     return found
-
-
-def _resume_url(value: str, key: str) -> Problem:
-    return Problem(
-        key,
-        "reads a local (mounted) global_step_N directory; a URL is not read here yet",
-        "to resume from object storage set trainer.default_hdfs_dir to the URL that holds the "
-        "global_step_N directories and resume_mode: auto (the newest complete step is "
-        "downloaded), or mount the checkpoint and give its path",
-        value,
-    )
 
 
 def url_problems(value: str, key: str, required: bool) -> list[Problem]:
@@ -189,6 +207,7 @@ def _multi_node_outputs(
             f"a job on {nnodes} nodes needs its checkpoints on shared or object storage: "
             "without it each node writes its own disk and every retry starts again at step 0",
             "set storage.output.claimName to a ReadWriteMany PersistentVolumeClaim, or "
-            "backend_config.trainer.default_hdfs_dir to an s3:// (or gs://, hdfs://, obs://) URL",
+            "backend_config.trainer.default_hdfs_dir (or af_output_dir) to an s3:// (or gs://, "
+            "hdfs://, obs://) URL",
         )
     ]

@@ -22,6 +22,7 @@ from kuberl_api.job import RLTrainingJobSpec
 from kuberl_api.keys import MESSAGE
 from kuberl_api.keys.sft import check_sft_key_fates
 from kuberl_api.platform import WorkerPool
+from kuberl_api.storage import is_url, output_location
 from kuberl_api.validation.deprecations import SFT_DEPRECATED_KEYS, check_deprecated_keys
 from kuberl_api.validation.documents import Document, DocumentKind
 from kuberl_api.validation.interpolation import resolve_interpolations
@@ -189,15 +190,17 @@ def _validate_manifest(doc: Document, tree: Any, prefix: str, allow_env: bool) -
 def _place_checkpoints(cfg: SFTConfig, af_output_dir: str) -> None:
     """Checkpoints under af_output_dir (``checkpoints/`` unless written), as for RL."""
     cfg.trainer.default_local_dir = posixpath.join(
-        af_output_dir, cfg.trainer.default_local_dir or "checkpoints"
+        output_location(af_output_dir), cfg.trainer.default_local_dir or "checkpoints"
     )
 
 
 def _check_envelope(body: dict[str, Any]) -> list[Problem]:
     out = body.get("af_output_dir")
     problems = []
-    if not isinstance(out, str) or not out.startswith("/") or len(out) < 2:
-        problems.append(Problem("af_output_dir", "must be an absolute path", "write /...", out))
+    if not isinstance(out, str) or (not out.startswith("/") and not is_url(out)) or len(out) < 2:
+        problems.append(
+            Problem("af_output_dir", "must be an absolute path or a URL", "write /...", out)
+        )
     for key in sorted(set(body) - {"af_output_dir", "backend_config"}):
         problems.append(Problem(key, "not used by an SFT job", "remove it", body[key]))
     return problems

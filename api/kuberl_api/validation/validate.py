@@ -187,6 +187,7 @@ def _check_semantics(result: ValidationResult, parsed: BaseModel, bc: str) -> No
     result.problems += check_multi_turn(effective, bc)
     result.problems += check_start(effective, bc)
     spec = parsed if isinstance(parsed, RLTrainingJobSpec) else None
-    result.problems += check_storage(effective, bc, spec, result.document.prefix)
+    output = None if isinstance(parsed, BackendConfig) else parsed.af_output_dir
+    result.problems += check_storage(effective, bc, spec, result.document.prefix, output)
     if not result.errors:
         result.backend_config = effective

@@ -4,6 +4,7 @@ from typing import Any
 
 from kuberl_api.job import RLTrainingJobSpec
 from kuberl_api.platform import Toleration, VolumeSource
+from kuberl_api.storage import output_location
 from kuberl_operator.builders.common import JobRef, dump
 
 OUTPUT_VOLUME = "af-output"
@@ -43,7 +44,8 @@ def volumes_and_mounts(
     output = spec.storage.output
     if output and (output.claim_name or output.host_path):
         volumes.append(volume_source(OUTPUT_VOLUME, output))
-        mounts.append({"name": OUTPUT_VOLUME, "mountPath": spec.af_output_dir})
+        # an af_output_dir URL: the volume holds its staging directory (kuberl_api.storage)
+        mounts.append({"name": OUTPUT_VOLUME, "mountPath": output_location(spec.af_output_dir)})
     model = spec.storage.model
     if model and (model.claim_name or model.host_path):
         volumes.append(volume_source(MODEL_VOLUME, model))

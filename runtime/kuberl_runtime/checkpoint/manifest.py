@@ -84,3 +84,28 @@ def owned_shards(step_dir: Path, rank: int) -> list[Shard]:
         if relative != MANIFEST_FILE and owner(relative) == rank:
             shards.append(Shard(relative, rank, path.stat().st_size, sha256_of(path)))
     return shards
+
+
+def check_copied_step(step_dir: Path, url: str) -> None:
+    """A step copied from ``url`` (trainer.resume_from_path) is complete: its manifest is there
+    and every file it lists has the listed size and digest. Raises ManifestError naming the
+    URL and what to give instead."""
+    fix = "give the URL of a global_step_N whose upload finished (it holds " + MANIFEST_FILE + ")"
+    try:
+        manifest = Manifest.from_json((step_dir / MANIFEST_FILE).read_text())
+    except FileNotFoundError:
+        raise ManifestError(
+            f"trainer.resume_from_path {url}: no {MANIFEST_FILE}, so its upload never finished "
+            f"(or kuberl did not upload it); {fix}"
+        ) from None
+    for shard in manifest.shards:
+        path = step_dir / shard.path
+        if (
+            not path.is_file()
+            or path.stat().st_size != shard.size
+            or sha256_of(path) != shard.sha256
+        ):
+            raise ManifestError(
+                f"trainer.resume_from_path {url}: {shard.path} is missing or differs from the "
+                f"manifest (size {shard.size}, sha256 {shard.sha256[:12]}...); {fix}"
+            )

@@ -3,7 +3,9 @@
 Local writing, atomicity and local retention are `CheckpointManager`'s; this adds, as verl's
 `default_hdfs_dir` does, a copy of every saved step under `<mirror>/global_step_N/` (see
 `checkpoint/remote.py` for the upload, manifest and remote retention), and a resume that takes the
-mirror's newest complete step when it is newer than anything on the local disk.
+mirror's newest complete step when it is newer than anything on the local disk. Uploads overlap
+training (`checkpoint/uploads.py`): `save` returns once the step is on the local disk, and
+`finish` waits for the last upload before the run ends.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from kuberl_runtime.checkpoint.contents import Contents
 from kuberl_runtime.checkpoint.manager import CheckpointManager, TrainState
 from kuberl_runtime.checkpoint.remote import CheckpointMirror
+from kuberl_runtime.checkpoint.uploads import AsyncUploads
 from kuberl_runtime.distributed import RankInfo, barrier, broadcast_object
 
 logger = logging.getLogger(__name__)
@@ -32,15 +35,23 @@ class MirroredCheckpointManager(CheckpointManager):
     ) -> None:
         super().__init__(root, ranks, max_to_keep, contents)
         self.mirror = CheckpointMirror(mirror_url, ranks, max_to_keep)
+        self.uploads = AsyncUploads(self.mirror)
 
     def remove_partial_writes(self) -> None:
         super().remove_partial_writes()
         self.mirror.check_access()
 
     def save(self, step: int, state: TrainState, write_main_files: Any = None) -> Path:
+        # The previous upload first: one in flight, and local retention below never removes a
+        # step still being read.
+        self.uploads.wait(f"saving step {step}")
         final = super().save(step, state, write_main_files)
-        self.mirror.upload(final, step)
+        self.uploads.start(final, step)
         return final
+
+    def finish(self) -> None:
+        self.uploads.wait("the run is ending")
+        barrier()
 
     def latest_step(self) -> int | None:
         """Collective: the newest of the local latest step and the mirror's newest complete

@@ -150,6 +150,19 @@ class CheckpointMirror:
     # ---- upload ----------------------------------------------------------------------------
     def upload(self, step_dir: Path, step: int) -> None:
         """Collective: every rank uploads its shards, then rank 0 writes the manifest."""
+        self.upload_step(step_dir, step, all_gather_objects)
+        barrier()
+
+    def upload_step(
+        self,
+        step_dir: Path,
+        step: int,
+        gather: Callable[[Any], list[Any]],
+        before_gather: Callable[[], None] | None = None,
+    ) -> None:
+        """``upload`` through ``gather`` (the default group's all-gather, or the upload
+        thread's own group: ``checkpoint/uploads.py``); ``before_gather`` runs once this rank's
+        shards are on the store."""
         error: tuple[bool, str] | None = None
         shards: list[Shard] = []
         try:
@@ -164,7 +177,9 @@ class CheckpointMirror:
                 maybe_crash("checkpoint_upload", step)
         except (StorageAccessError, OSError) as err:
             error = (isinstance(err, StorageAccessError), f"rank {self.ranks.rank}: {err}")
-        gathered = all_gather_objects((error, shards))
+        if before_gather is not None:
+            before_gather()
+        gathered = gather((error, shards))
         _raise_first([e for e, _ in gathered], f"uploading step {step} to {self.url}")
         if self.ranks.is_main:
             listed = tuple(s for _, part in gathered for s in part)
@@ -174,7 +189,6 @@ class CheckpointMirror:
             with_retries(f"writing {target}", lambda: self.fs.pipe(target, record))
             logger.info("uploaded step %d to %s (%d shards)", step, self.url, len(listed))
             self._prune(keep_step=step)
-        barrier()
 
     def _put(self, local: Path, remote: str) -> None:
         with_retries(f"uploading {local.name} to {remote}", lambda: self.fs.put(str(local), remote))

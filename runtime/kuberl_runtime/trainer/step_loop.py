@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kuberl_runtime.checkpoint.manager import CheckpointManager
+from kuberl_runtime.checkpoint.manifest import check_copied_step
+from kuberl_runtime.checkpoint.outputs import upload_outputs
 from kuberl_runtime.checkpoint.owner import claim_output_dir, run_owner
 from kuberl_runtime.reporting.phases import beating
 from kuberl_runtime.tracking import NullProgressReporter, ProgressReporter, Tracker, build_tracker
@@ -69,10 +71,18 @@ class StepLoop:
             self._announce_checkpoint()
             self.reporter.on_step(step=self.global_step, total_steps=total, metrics=step_metrics)
             if stopping:
+                self._finish_uploads()
                 raise Preempted(self.global_step)
         with beating(self.reporter, "export"):  # the operator hears it is alive
             exported = self.export()
+        self._finish_uploads()  # the last checkpoint's upload overlapped the export
         self.reporter.on_finish(step=self.global_step, exported_model=exported)
+
+    def _finish_uploads(self) -> None:
+        """The last checkpoint's upload, then (af_output_dir a URL) the merged model and logs."""
+        with beating(self.reporter, "checkpoint"):
+            self.checkpoints.finish()
+            upload_outputs(self.plan.paths, self.ranks, self.global_step)
 
     def _save_before_stopping(self, step: int) -> None:
         """A checkpoint at `step`, whatever save_freq says (unless the step just wrote one)."""
@@ -111,6 +121,7 @@ class StepLoop:
             assert trainer.resume_from_path, "resume_mode=resume_path needs resume_from_path"
             step_dir = Path(trainer.resume_from_path)
             step_of(step_dir)
+            self._check_copied(step_dir)
         else:
             latest = self.checkpoints.latest_step()
             if latest is None:
@@ -118,6 +129,12 @@ class StepLoop:
             step_dir = self.checkpoints.step_dir(latest)
         logger.info("resuming from %s", step_dir)
         return step_dir
+
+    def _check_copied(self, step_dir: Path) -> None:
+        """A resume_from_path URL was copied by the initializer: resume only a complete step."""
+        for item in self.plan.paths.remote_inputs:
+            if Path(item.local_path) == step_dir:
+                check_copied_step(step_dir, item.url)
 
     def _tracker(self) -> Tracker:
         trainer = self.plan.trainer

@@ -35,6 +35,7 @@ def _rank(rank: int, store: str, disks: str, mirror: str) -> None:
     first = MirroredCheckpointManager(Path(disks) / f"node{rank}-a", ranks, mirror)
     first.remove_partial_writes()
     saved = first.save(2, _state(rank + 1))
+    first.finish()  # the upload overlaps training (checkpoint/uploads.py): the run's end waits
     published = sorted(p.relative_to(saved).as_posix() for p in saved.rglob("*") if p.is_file())
     fresh = MirroredCheckpointManager(Path(disks) / f"node{rank}-b", ranks, mirror)
     fresh.remove_partial_writes()
