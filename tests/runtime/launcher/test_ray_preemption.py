@@ -21,7 +21,9 @@ from tests.runtime.trainer.test_preemption import signal_after_first_step
 
 pytestmark = pytest.mark.runtime
 
-STEPS = 5
+# Enough steps that the ranks cannot finish the run in the second the driver may take to pass
+# the signal on (under CI load a tiny step takes a fraction of a second).
+STEPS = 10
 
 
 def test_sigterm_to_the_driver_checkpoints_every_rank_and_resumes(
