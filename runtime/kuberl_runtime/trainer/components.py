@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, GenerationConfig
 
 from kuberl_api.plan import RunPlan
 from kuberl_api.plan.sft import SFTPlan
@@ -288,9 +288,9 @@ def _build_rollout(
     if use_vllm and not vllm_available():  # refused before the run (config.check_runtime)
         raise RuntimeError("rollout.name=vllm but vllm is not installed in this runtime")
     spec = replace(actor_model_spec(plan), enable_gradient_checkpointing=False)
-    if use_vllm and not ranks.is_main:
-        with torch.device("meta"):  # only rank 0 keeps a host copy (checkpoint metadata, export)
-            model = build_causal_lm(spec)
+    if use_vllm and not ranks.is_main:  # only rank 0 keeps a host copy (metadata, export)
+        model = build_causal_lm_empty(spec)  # (from_pretrained refuses the meta device)
+        model.generation_config = _generation_config(spec.path, model.generation_config)
     else:
         model = _seeded_build(0, build_causal_lm, spec)
     eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
@@ -310,6 +310,15 @@ def _build_rollout(
         host_model=model if ranks.is_main else None,
         banned_ids=_vision_placeholder_ids(model.config),
     )
+
+
+def _generation_config(path: str, default: Any) -> Any:
+    """generation_config.json as `from_pretrained` reads it (its eos ids stop the rollout), so
+    every rank stops on the same tokens; the config's own when the checkpoint has none."""
+    try:
+        return GenerationConfig.from_pretrained(path)
+    except OSError:
+        return default
 
 
 def _vision_placeholder_ids(config: Any) -> list[int]:

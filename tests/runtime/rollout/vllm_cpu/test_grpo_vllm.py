@@ -73,3 +73,25 @@ def test_grpo_trains_with_the_real_vllm_engine_and_reproduces(tmp_path):
         assert step["training/rollout_probs_diff_valid"] == 1
         assert step["training/rollout_probs_diff_max"] < PROBS_TOL
     assert_same_training(first, second, list(range(1, STEPS + 1)))
+
+
+def test_two_ranks_train_with_one_tensor_parallel_engine(tmp_path):
+    """rollout.tensor_model_parallel_size 2 on 2 gloo ranks: one engine sharded over both ranks
+    (each logs its half's build) samples every step from the trained weights, so each step's
+    sync reached both shards. Rank 1 keeps no host copy of the policy (a meta-device model)."""
+    model = save_tiny_model(
+        tmp_path / "model", AutoTokenizer.from_pretrained(TOKENIZER_DIR), seed=0, **TINY
+    )
+    out = tmp_path / "tp2"
+    config = _config(model, out)
+    set_key(config, "trainer.n_gpus_per_node", 2)
+    set_key(config, "actor_rollout_ref.rollout.tensor_model_parallel_size", 2)
+    result = _train(config, tmp_path, out.name)
+    assert result.returncode == 0, result.stderr[-6000:]
+    logs = result.stdout + result.stderr
+    assert logs.count("tensor_parallel_size=2,") == 2, "rank 0 and rank 1 build their shards"
+    metrics = read_metrics(out)
+    assert sorted(metrics) == list(range(1, STEPS + 1))
+    for step in metrics.values():
+        assert step["training/rollout_probs_diff_valid"] == 1
+        assert step["training/rollout_probs_diff_max"] < PROBS_TOL
