@@ -10,7 +10,11 @@ with Hydra overrides built from shell variables and arrays. Each script is run b
 ``import torch_npu`` probe, fail as on a GPU machine without NPU packages); HOME and the working
 directory are a fresh temporary directory. The overrides are applied to verl's generated default
 config (``_generated_ppo_trainer.yaml`` of the installed verl, as Hydra would) and the tree is
-validated like a bare backend_config. Scripts for other engines (``model_engine=megatron``,
+validated like a bare backend_config; a script that validates then meets the runtime's start
+checks from the config alone (the plan and its JSON round trip as the operator ships it,
+``check_runtime``, the actor's model spec, the reward manager), as
+``tests/runtime/test_accepted_configs_start.py`` does; this environment's missing vLLM is an
+image fact, not the script's, and is left out. Scripts for other engines (``model_engine=megatron``,
 ``veomni``, a Megatron ``--config-name``, ``actor.strategy=megatron``) are listed as skipped.
 """
 
@@ -29,9 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kuberl_api.validation import parse_document, validate_document
+from kuberl_api.plan import RunPlan
+from kuberl_api.plan.from_document import load_plan_json, plan_document
+from kuberl_api.validation import Document, parse_document, validate_document
 from kuberl_api.validation.documents import set_dotted
+from kuberl_api.validation.problems import Problem, SpecInvalid
 from kuberl_api.yamlio import load_yaml
+from kuberl_runtime.config import RunConfig, check_runtime
+from kuberl_runtime.rewards.manager import reward_manager_for
+from kuberl_runtime.trainer.components import actor_model_spec
 
 log = logging.getLogger("verl_examples")
 
@@ -60,7 +70,8 @@ OTHER_ENGINES = ("megatron", "veomni")
 class ScriptResult:
     script: str
     status: str
-    """``pass``, ``refused``, ``skipped`` or ``failed`` (the script did not reach the trainer)."""
+    """``pass``, ``refused``, ``start-refused`` (valid, refused by a start check), ``skipped``
+    or ``failed`` (the script did not reach the trainer)."""
     detail: str = ""
     problems: list[str] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
@@ -178,15 +189,44 @@ def check_script(script: Path, base: dict[str, Any], root: Path) -> ScriptResult
     reason = non_fsdp_reason(arguments)
     if reason:
         return ScriptResult(name, "skipped", reason)
-    result = validate_document(parse_document(apply_overrides(base, arguments), name))
+    doc = parse_document(apply_overrides(base, arguments), name)
+    result = validate_document(doc)
     if result.ok:
-        return ScriptResult(name, "pass")
+        problems = start_problems(doc)
+        if not problems:
+            return ScriptResult(name, "pass")
+        return ScriptResult(
+            name,
+            "start-refused",
+            problems=[p.render() for p in problems],
+            keys=[p.path for p in problems],
+        )
     return ScriptResult(
         name,
         "refused",
         problems=[p.render() for p in result.errors],
         keys=[p.path for p in result.errors],
     )
+
+
+def start_problems(doc: Document) -> list[Problem]:
+    """What the runtime's start checks refuse in a valid ``doc`` (none: it starts)."""
+    job = plan_document(doc)
+    shipped = load_plan_json(job.plan.to_json())
+    if shipped != job.plan:
+        return [Problem(doc.prefix, "the plan changes in its JSON round trip", "a kuberl bug")]
+    try:
+        check_runtime(RunConfig(shipped), job.config_path)
+        actor_model_spec(shipped)
+        if isinstance(shipped, RunPlan) and not shipped.reward_function.path:
+            reward_manager_for(shipped.reward_function)
+    except SpecInvalid as err:
+        return [p for p in err.problems if not _no_vllm_here(p)]
+    return []
+
+
+def _no_vllm_here(problem: Problem) -> bool:
+    return problem.path.endswith("rollout.name") and "not installed" in problem.message
 
 
 def check_directory(directory: Path, base: dict[str, Any]) -> list[ScriptResult]:
@@ -198,14 +238,14 @@ def report(results: list[ScriptResult], top: int) -> str:
     for r in results:
         lines.append(f"{r.status:8} {r.script}" + (f"  ({r.detail})" if r.detail else ""))
         lines += [f"           {p}" for p in r.problems]
-    judged = [r for r in results if r.status in ("pass", "refused")]
-    passed = sum(r.status == "pass" for r in judged)
+    judged = [r for r in results if r.status in ("pass", "refused", "start-refused")]
     counts = collections.Counter(r.status for r in results)
+    valid = counts["pass"] + counts["start-refused"]
     lines.append("")
     lines.append(
-        f"FSDP trainer scripts: {passed}/{len(judged)} validate "
-        f"({100 * passed / max(len(judged), 1):.0f}%); "
-        f"skipped {counts['skipped']}, failed to run {counts['failed']}"
+        f"FSDP trainer scripts: {valid}/{len(judged)} validate "
+        f"({100 * valid / max(len(judged), 1):.0f}%), {counts['pass']} of them pass the start "
+        f"checks; skipped {counts['skipped']}, failed to run {counts['failed']}"
     )
     tally = collections.Counter(key for r in judged for key in set(r.keys))
     if tally:

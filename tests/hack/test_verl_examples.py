@@ -68,6 +68,10 @@ def test_each_script_is_passed_refused_or_skipped_with_the_reason(base):
     assert offload.status == "refused"
     assert offload.keys == ["actor_rollout_ref.model.enable_activation_offload"]
     assert "activation offload" in offload.problems[0]
+    # verl 0.9's engine keys: SP 2 under fsdp_config doubles the token budget (768 x 2 covers
+    # 512 + 1024 tokens; read as SP 1 it would be refused), CUDA-graph sizes, prefix grouper.
+    engine_keys = results["grpo_trainer/run_engine_keys_fsdp.sh"]
+    assert engine_keys.status == "pass", engine_keys.problems
     engine = results["grpo_trainer/run_engine_choice.sh"]
     assert (engine.status, engine.detail) == ("skipped", "model_engine=megatron")
     other = results["other/preprocess.sh"]
@@ -76,5 +80,8 @@ def test_each_script_is_passed_refused_or_skipped_with_the_reason(base):
 
 def test_the_report_counts_passes_and_tallies_refused_keys(base):
     text = verl_examples.report(verl_examples.check_directory(DATA, base), top=5)
-    assert "FSDP trainer scripts: 2/3 validate (67%); skipped 2, failed to run 0" in text
+    assert (
+        "FSDP trainer scripts: 3/4 validate (75%), 3 of them pass the start checks; "
+        "skipped 2, failed to run 0"
+    ) in text
     assert "    1 actor_rollout_ref.model.enable_activation_offload" in text

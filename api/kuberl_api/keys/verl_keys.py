@@ -4,11 +4,14 @@ The keys are declared in ``backend_config/verl_keys.py`` with verl's defaults. A
 multimodal ones (``data.return_multi_modal_inputs``, ``data.mm_processor_kwargs``,
 ``actor.freeze_vision_tower``: issue 16) none is implemented: each is refused when set to
 anything but verl's default, or has no effect by nature (profilers, tracing, mirrors verl fills
-from another key by interpolation). Feature
+from another key by interpolation). verl 0.9's own spellings of keys kuberl reads
+(``fsdp_config.ulysses_sequence_parallel_size``, ``rollout.cudagraph_capture_sizes``) are folded
+into them by ``validation/spellings.py``. Feature
 subtrees with an on/off switch are listed as no effect while off; switching one on is refused
 by ``validation/rules_switches.py`` (path, value, fix).
 """
 
+from kuberl_api.keys.actor import SAME_SP
 from kuberl_api.keys.entry import KeyEntry, honoured, no_effect, refused
 from kuberl_api.keys.where import DATASET, MODEL_BUILDER
 
@@ -22,6 +25,17 @@ FSDP_PARENTS = [
 NOT_YET = "not supported by kuberl yet; remove it or leave verl's default"
 SWITCHED = "inert while its switch is off (verl's default); switching it on is refused"
 PROFILER = "profiling only; kuberl has no profiler hooks"
+PREFIX_SHARED = (
+    "a speed-up with the same log-probs and gradients: kuberl's padded forwards run each "
+    "group's shared prompt once (engine/shared_prefix.py) in every forward-only pass and in "
+    "the update unless the model checkpoints activations; packed (remove-padding) forwards "
+    "run each row whole"
+)
+ACTOR_SP = AR + "actor.ulysses_sequence_parallel_size"
+CRITIC_SAME_SP = (
+    "the critic runs in the actor's (dp, sp) layout: leave it at 1 or set it to " + ACTOR_SP
+)
+SPELLINGS = "api/kuberl_api/validation/spellings.py"
 MIRROR = "verl fills it from {} by interpolation; kuberl reads that key"
 
 
@@ -29,10 +43,7 @@ def _fsdp_keys(parent: str) -> list[KeyEntry]:
     owner = parent.removesuffix("fsdp_config.").removesuffix("model.")
     return [
         refused(parent + "full_determinism", NOT_YET),
-        no_effect(
-            parent + "ulysses_sequence_parallel_size",
-            MIRROR.format(owner + "ulysses_sequence_parallel_size"),
-        ),
+        _engine_sp(parent, owner),
         no_effect(
             parent + "entropy_from_logits_with_chunking",
             MIRROR.format(owner + "entropy_from_logits_with_chunking"),
@@ -49,6 +60,19 @@ def _fsdp_keys(parent: str) -> list[KeyEntry]:
         no_effect(parent + "qat", SWITCHED),
         no_effect(parent + "turbo_config", "verl's VeOmni engine only"),
     ]
+
+
+def _engine_sp(parent: str, owner: str) -> KeyEntry:
+    """verl 0.9's own spelling of the Ulysses degree: folded into the owner's key
+    (validation/spellings.py), except the reward model's, which verl fills from its owner."""
+    key = parent + "ulysses_sequence_parallel_size"
+    if owner.startswith("reward_model"):
+        return no_effect(key, MIRROR.format(owner + "ulysses_sequence_parallel_size"))
+    if owner == AR + "actor.":
+        return honoured(key, SPELLINGS)
+    # The owner's own refusal, which the folded value meets (validation/spellings.py).
+    fix = SAME_SP if owner.startswith(AR) else CRITIC_SAME_SP
+    return refused(key, fix, allowed=(1, None), same_as=ACTOR_SP)
 
 
 def _optim_keys(parent: str) -> list[KeyEntry]:
@@ -108,7 +132,7 @@ KEYS: list[KeyEntry] = [
     no_effect(AR + "actor.rollout_n", MIRROR.format("rollout.n")),
     honoured(AR + "actor.freeze_vision_tower", MODEL_BUILDER),
     refused(AR + "actor.calculate_sum_pi_squared", NOT_YET),
-    refused(AR + "actor.use_prefix_grouper", NOT_YET),
+    no_effect(AR + "actor.use_prefix_grouper", PREFIX_SHARED),
     no_effect(AR + "actor.profiler", PROFILER),
     no_effect(AR + "actor.qat", SWITCHED),
     no_effect(
@@ -126,7 +150,7 @@ KEYS: list[KeyEntry] = [
     no_effect(AR + "rollout.n_gpus_per_node", MIRROR.format("trainer.n_gpus_per_node")),
     refused(AR + "rollout.full_determinism", NOT_YET),
     refused(AR + "rollout.seed", NOT_YET),
-    refused(AR + "rollout.cudagraph_capture_sizes", "use engine_kwargs.vllm instead"),
+    honoured(AR + "rollout.cudagraph_capture_sizes", SPELLINGS),
     refused(AR + "rollout.logprobs_mode", NOT_YET),
     refused(AR + "rollout.scheduling_policy", NOT_YET),
     refused(AR + "rollout.over_sample_rate", NOT_YET),

@@ -24,8 +24,10 @@ _REASONS = {
         "is refused too)"
     ),
     "LLMJudgeRewardWorker": (
-        "kuberl runs no LLM judge: a reward computed by a second generating model (ROLL's "
-        "LLMJudgeRewardWorker{options}) is not supported"
+        "ROLL's LLMJudgeRewardWorker{options} is not translated: its judge prompt and score "
+        "parsing are ROLL's code; kuberl's LLM judge is verl's generative reward model "
+        "(reward_model.enable, reward_model.rollout.*, a custom_reward_function that prompts "
+        "it, e.g. examples/llm_judge.py) in a verl backend_config"
     ),
     "CrossThinkQARuleRewardWorker": _RULE.replace("{what}", "CrossThinkQA answers"),
     "GeneralRuleRewardWorker": _RULE.replace("{what}", "IFEval instruction following"),

@@ -16,12 +16,21 @@
   SAPO's gate temperatures under ``policy_loss`` (``+...policy_loss.tau_pos``), where verl 0.9.1's
   PolicyLossConfig has no such field; its SAPO loss reads ``actor.tau_pos``/``tau_neg``. They
   are that key (a warning; both spellings set differently is an error).
+* ``<owner>.fsdp_config.ulysses_sequence_parallel_size`` (actor, ref, critic's model): verl 0.9's
+  own spelling of the Ulysses degree (its engine reads it; the owner-level key is deprecated and,
+  when above 1, overwrites it). It is the owner-level key kuberl reads when that one is 1 or
+  unset; both above 1 and different is an error (verl would silently take the owner's).
+* ``actor_rollout_ref.rollout.cudagraph_capture_sizes``: verl's vLLM server passes it as vLLM's
+  ``compilation_config.cudagraph_capture_sizes``; it is that key of ``engine_kwargs.vllm`` (the
+  rest of a compilation_config written there, a mapping or a JSON string, is kept; the rollout
+  key wins for the sizes, as in verl).
 
 ``fold_spellings`` returns where each folded key came from, so problems found later on the
 folded key name the key the user wrote (``point_at_written``).
 """
 
 import copy
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -47,6 +56,14 @@ REWARD_SPELLINGS: list[tuple[str, str]] = [
     ("sandbox_fusion", "sandbox_fusion"),
 ]
 TRACKING, WANDB = "tracking", "wandb"
+SP_KEY = "ulysses_sequence_parallel_size"
+ROLLOUT, CUDAGRAPH = "actor_rollout_ref.rollout", "cudagraph_capture_sizes"
+# (the engine's fsdp_config, the owner whose deprecated SP key kuberl reads)
+ENGINE_SP: list[tuple[str, str]] = [
+    ("actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.actor"),
+    ("actor_rollout_ref.ref.fsdp_config", "actor_rollout_ref.ref"),
+    ("critic.model.fsdp_config", "critic"),
+]
 RM_FSDP = "reward_model.model.fsdp_config"
 # (a key's other spelling, the key kuberl reads, what the warning says)
 MOVED: list[tuple[str, str, str]] = [
@@ -76,6 +93,9 @@ def fold_spellings(tree: dict, bc: str) -> tuple[dict, list[Problem], dict[str, 
     problems += _fold_tracking(out, bc)
     for flat, nested, hint in MOVED:
         _fold_moved(out, bc, (flat, nested, hint), problems, origins)
+    for engine, owner in ENGINE_SP:
+        _fold_engine_sp(out, bc, (engine, owner), problems, origins)
+    problems += _fold_cudagraph_sizes(out, bc, origins)
     return out, problems, origins
 
 
@@ -169,6 +189,55 @@ def _fold_moved(
     origins[nested] = flat
     path = join_path(bc, *flat.split("."))
     problems.append(Problem(path, "older spelling", hint, severity=Severity.WARNING))
+
+
+def _fold_engine_sp(
+    tree: dict,
+    bc: str,
+    nodes: tuple[str, str],
+    problems: list[Problem],
+    origins: dict[str, str],
+) -> None:
+    """verl 0.9's engine SP degree onto the owner's key; 1 (verl's default) asks for nothing."""
+    engine, owner = nodes
+    node = lookup_dotted(tree, engine)
+    if not isinstance(node, dict) or SP_KEY not in node:
+        return
+    value = node.pop(SP_KEY)
+    if value is None or same_value(value, 1):
+        return
+    flat, target = f"{engine}.{SP_KEY}", f"{owner}.{SP_KEY}"
+    current = lookup_dotted(tree, target)
+    if current not in (ABSENT, None, 1) and not same_value(current, value):
+        problems.append(_conflict(bc, flat, target, value, current))
+        return
+    set_dotted(tree, target, copy.deepcopy(value))
+    origins[target] = flat
+
+
+def _fold_cudagraph_sizes(tree: dict, bc: str, origins: dict[str, str]) -> list[Problem]:
+    rollout = lookup_dotted(tree, ROLLOUT)
+    if not isinstance(rollout, dict) or not rollout.get(CUDAGRAPH):
+        return []
+    sizes = rollout.pop(CUDAGRAPH)
+    vllm = rollout.setdefault("engine_kwargs", {}).setdefault("vllm", {})
+    if not isinstance(vllm, dict):
+        return []  # not a mapping: the schema reports it
+    compilation = vllm.get("compilation_config") or {}
+    if isinstance(compilation, str):
+        try:
+            compilation = json.loads(compilation)
+        except json.JSONDecodeError as err:
+            path = join_path(bc, *f"{ROLLOUT}.engine_kwargs.vllm.compilation_config".split("."))
+            fix = "write vLLM's compilation_config as a mapping or a JSON object"
+            return [Problem(path, f"not JSON ({err})", fix, compilation)]
+    if not isinstance(compilation, dict):
+        return []  # the schema or vLLM reports it
+    vllm["compilation_config"] = {**compilation, CUDAGRAPH: copy.deepcopy(sizes)}
+    origins[f"{ROLLOUT}.engine_kwargs.vllm.compilation_config.{CUDAGRAPH}"] = (
+        f"{ROLLOUT}.{CUDAGRAPH}"
+    )
+    return []
 
 
 def _conflict(bc: str, new: str, older: str, value: Any, current: Any) -> Problem:

@@ -114,6 +114,8 @@ COMPANIONS: dict[str, dict[str, Any]] = {
     "critic.enable": {"critic.ppo_micro_batch_size_per_gpu": 4},  # off by GRPO; GAE needs it on
     M + "lora_adapter_path": {M + "lora_rank": 8},
     A + "ulysses_sequence_parallel_size": {M + "use_remove_padding": True},  # packed sequences
+    A + "fsdp_config.ulysses_sequence_parallel_size": {M + "use_remove_padding": True},
+    R + "cudagraph_capture_sizes": {R + "cudagraph_capture_sizes": [8, 16]},  # ints, not a str
     A + "on_policy_shortcut": {A + "ppo_mini_batch_size": 8},  # one mini-batch: on-policy
     R + "val_kwargs.do_sample": {R + "val_kwargs.temperature": 1.0},  # sampling: temperature > 0
     "trainer.nnodes": {A + "ppo_micro_batch_size_per_gpu": 4},  # divides a rank's rows on 4

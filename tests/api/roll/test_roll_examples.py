@@ -82,7 +82,7 @@ def _reward(base: dict, worker: dict[str, Any]):
         (
             "llm_judge_reward_worker.LLMJudgeRewardWorker",
             {"judge_model_type": "inference", "judge_prompt": "p"},
-            "no LLM judge",
+            "LLMJudgeRewardWorker with judge_model_type: inference is not translated",
         ),
         (
             "crossthinkqa_rule_reward_worker.CrossThinkQARuleRewardWorker",
