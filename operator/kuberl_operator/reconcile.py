@@ -31,7 +31,7 @@ from kuberl_operator.kube import Kube
 from kuberl_operator.metrics import CONTROLLER, Metrics
 from kuberl_operator.ray_gateway import RayGateway
 from kuberl_operator.ray_jobs import RayJobsClient
-from kuberl_operator.spec_policy import policy_problems
+from kuberl_operator.spec_policy import PolicySettings, policy_problems
 from kuberl_operator.state import INVALID_SPEC, Event, JobState
 from kuberl_operator.validating import DeadlineValidator
 
@@ -70,8 +70,11 @@ class Reconciler:
         )
         self.attempts = AttemptDriver(kube, config, self.metrics, self.ray_gateway.wrap(ray_client))
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+        settings = PolicySettings.of(config)  # all of the config validation reads
         self.validator = DeadlineValidator(
-            lambda spec: policy_problems(spec, config), config.validation_timeout
+            lambda spec: policy_problems(spec, settings),
+            config.validation_timeout,
+            settings=repr(settings),
         )
 
     # --- entry points ----------------------------------------------------------------------
@@ -123,6 +126,7 @@ class Reconciler:
         if attempt is not None and state.submitted(attempt):
             self.attempts.stop(state, attempt, "JobDeleted")
         self.metrics.forget(state.ref.uid, state.ref.namespace, state.ref.name)
+        self.validator.forget(state.ref.namespace, state.ref.name)
 
     # --- the decision ----------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ unless the admin turns them on (``--allow-host-path``, ``--allow-secret-env``).
 """
 
 import json
+from dataclasses import dataclass
 
 from kuberl_api.job import RLTrainingJobSpec
 from kuberl_api.validation.problems import Problem
@@ -18,7 +19,21 @@ MAX_BACKEND_CONFIG_BYTES = 256 * 1024
 and it travels in every submission and the job's audit file."""
 
 
-def policy_problems(spec: RLTrainingJobSpec, config: OperatorConfig) -> list[Problem]:
+@dataclass(frozen=True)
+class PolicySettings:
+    """The operator settings validation reads, and nothing else: with the spec they decide the
+    verdict, so a verdict is remembered by a digest of both (``verdicts.py``)."""
+
+    allow_host_path: bool
+    allow_host_network: bool
+    allow_secret_env: bool
+
+    @classmethod
+    def of(cls, config: OperatorConfig) -> "PolicySettings":
+        return cls(config.allow_host_path, config.allow_host_network, config.allow_secret_env)
+
+
+def policy_problems(spec: RLTrainingJobSpec, config: PolicySettings) -> list[Problem]:
     problems: list[Problem] = reserved_env_problems(spec) + pod_problems(spec)
     size = len(json.dumps(spec.training_config.model_dump(mode="json")))
     if size > MAX_BACKEND_CONFIG_BYTES:

@@ -6,13 +6,13 @@ whose size the author chooses. The interpolation budget (kuberl_api.validation
 this is the backstop for the rest. Each validation runs on this module's own small pool and the
 reconcile waits at most ``timeout`` seconds. A spec over the deadline is refused naming the
 deadline, and stays refused without being validated again (remembered by digest); a changed
-spec is a new validation. A thread cannot be stopped: the overdue one runs to its end. A
-validation that could not even start (every worker busy) is no verdict: ``ValidationBusy``
-fails the reconcile, which is retried with backoff.
+spec is a new validation. A verdict reached is remembered per job by the digest of exactly what
+validation reads (``verdicts.py``): an unchanged spec's reconcile does not validate again. A
+thread cannot be stopped: the overdue one runs to its end. A validation that could not even
+start (every worker busy) is no verdict: ``ValidationBusy`` fails the reconcile, which is retried
+with backoff.
 """
 
-import hashlib
-import json
 import logging
 import threading
 from collections import OrderedDict
@@ -25,6 +25,7 @@ from typing import Any
 from kuberl_api.validation import Problem, SpecInvalid, parse_document, validate_document
 from kuberl_operator.accepted import Accepted
 from kuberl_operator.bounds import shape_problems
+from kuberl_operator.verdicts import VerdictCache, code_version, inputs_digest, job_key
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,8 @@ def validate_manifest(manifest: dict[str, Any], policy: Policy) -> Verdict:
     if bounded:
         return Verdict(bounded)
     try:
-        result = validate_document(parse_document(manifest, source=manifest["metadata"]["name"]))
+        document = parse_document(manifest, source=manifest["metadata"]["name"])
+        result = validate_document(document, read_models=False)  # reads the document alone
     except SpecInvalid as err:
         return Verdict(err.problems)
     problems, spec = result.problems, result.spec
@@ -71,22 +73,41 @@ def validate_manifest(manifest: dict[str, Any], policy: Policy) -> Verdict:
 
 
 class DeadlineValidator:
-    def __init__(self, policy: Policy, timeout: float, workers: int = 4) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        timeout: float,
+        workers: int = 4,
+        settings: str = "",
+        verdicts: VerdictCache[Verdict] | None = None,
+    ) -> None:
+        """``settings`` names every operator setting ``policy`` reads (its verdicts are
+        remembered under it); ``verdicts`` the per-job memory of verdicts reached."""
         self.policy = policy
         self.timeout = timeout
+        self.inputs = f"{code_version()} {settings}"
+        self.verdicts: VerdictCache[Verdict] = VerdictCache() if verdicts is None else verdicts
+        self.runs = 0
+        """Validations started (remembered verdicts are not counted)."""
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="validate")
         self._lock = threading.Lock()
         self._overdue: OrderedDict[str, Future[Verdict]] = OrderedDict()
 
     def validate(self, manifest: dict[str, Any]) -> Verdict:
-        digest = _digest(manifest)
+        digest = inputs_digest(manifest, self.inputs)
+        job = job_key(manifest)
+        known = self.verdicts.get(job, digest)
+        if known is not None:
+            return known
         with self._lock:
             earlier = self._overdue.get(digest)
         if earlier is not None:
             return self._over_deadline(still_running=not earlier.done())
         future = self._pool.submit(validate_manifest, manifest, self.policy)
+        with self._lock:
+            self.runs += 1
         try:
-            return future.result(timeout=self.timeout)
+            verdict = future.result(timeout=self.timeout)
         except FutureTimeout:
             name = manifest["metadata"]["name"]
             if future.cancel():  # never started: the pool is busy, not this spec's fault
@@ -97,6 +118,12 @@ class DeadlineValidator:
             log.warning("validating %s took over %.0fs; refused", name, self.timeout)
             self._remember(digest, future)
             return self._over_deadline(still_running=False)
+        self.verdicts.put(job, digest, verdict)
+        return verdict
+
+    def forget(self, namespace: str, name: str) -> None:
+        """The job is gone: drop its remembered verdict."""
+        self.verdicts.forget(f"{namespace}/{name}")
 
     def _remember(self, digest: str, future: "Future[Verdict]") -> None:
         with self._lock:
@@ -119,8 +146,3 @@ class DeadlineValidator:
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _digest(manifest: dict[str, Any]) -> str:
-    text = json.dumps(manifest, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()

@@ -6,7 +6,8 @@ Ulysses SP degree the model's attention heads cannot be split by. The same rules
 same facts (``model_files.py``), in two places that come before any rank:
 
 - validation (``validation/rules_model.py``), wherever the model's config.json is on the
-  validating machine: a local directory, a ``file://`` URL, a hub id already in the hub cache;
+  validating machine: a local directory, a ``file://`` URL, a hub id already in the hub cache
+  (not in the operator, which validates with ``read_models`` off: a job's paths are on its pods);
 - the runtime's driver (``kuberl_runtime/config.py::check_runtime``), before the ranks start,
   which also reads a remote URL's config.json (``kuberl_runtime/trainer/start_checks.py``).
 """

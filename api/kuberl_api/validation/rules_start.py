@@ -58,8 +58,9 @@ def check_fsdp_size(fsdp_size: int, world: int, path: str) -> list[Problem]:
     return [Problem(join_path(path, "fsdp_size"), message, fix, fsdp_size)]
 
 
-def check_start(cfg: BackendConfig, bc: str) -> list[Problem]:
-    """The PPO/GRPO tree's start refusals (the model-dependent ones: ``rules_model.py``)."""
+def check_start(cfg: BackendConfig, bc: str, read_models: bool = True) -> list[Problem]:
+    """The PPO/GRPO tree's start refusals (the model-dependent ones: ``rules_model.py``, only
+    with ``read_models``)."""
     model_path = join_path(bc, "actor_rollout_ref", "model")
     fn = cfg.custom_reward_function
     world = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node
@@ -74,5 +75,5 @@ def check_start(cfg: BackendConfig, bc: str) -> list[Problem]:
             actor_fsdp, world, join_path(bc, "actor_rollout_ref", "actor", "fsdp_config")
         )
         + check_fsdp_size(critic_fsdp, world, join_path(bc, "critic", "model", "fsdp_config"))
-        + check_model(cfg, bc)
+        + (check_model(cfg, bc) if read_models else [])
     )

@@ -83,9 +83,14 @@ class ValidationResult:
             raise SpecInvalid(self.errors)
 
 
-def validate_document(doc: Document, *, allow_env: bool = False) -> ValidationResult:
+def validate_document(
+    doc: Document, *, allow_env: bool = False, read_models: bool = True
+) -> ValidationResult:
     """Every problem of ``doc``; ``allow_env`` lets ``${oc.env:...}`` read this process's
-    environment (the runtime on the job's own pods; never the operator)."""
+    environment (the runtime on the job's own pods; never the operator). ``read_models`` lets
+    the model rules read a model's config.json from this machine (``rules_model.py``); the
+    operator turns it off: a job's paths are on the job's pods, and its verdict is then a
+    function of the document alone."""
     result = ValidationResult(doc)
     if sft_tree_of(doc) is not None:
         sft = validate_sft_document(doc, allow_env)
@@ -94,13 +99,13 @@ def validate_document(doc: Document, *, allow_env: bool = False) -> ValidationRe
         return result
     translated = translate_roll_document(doc)
     if translated is None:
-        _validate(doc, result, allow_env)
+        _validate(doc, result, allow_env, read_models)
         return result
     # A ROLL config is checked as the verl config it becomes, problems pointing at ROLL's keys.
     result.problems += translated.problems
     if translated.document is not None:
         later = ValidationResult(translated.document)
-        _validate(translated.document, later, allow_env)
+        _validate(translated.document, later, allow_env, read_models)
         result.problems += point_at_roll_keys(
             later.problems, translated.backend_path, translated.origins
         )
@@ -110,14 +115,16 @@ def validate_document(doc: Document, *, allow_env: bool = False) -> ValidationRe
     return result
 
 
-def _validate(doc: Document, result: ValidationResult, allow_env: bool) -> None:
+def _validate(doc: Document, result: ValidationResult, allow_env: bool, read_models: bool) -> None:
     origins: dict[str, str] = {}
-    bc = _checked(doc, result, allow_env, origins)
+    bc = _checked(doc, result, allow_env, origins, read_models)
     # A problem at a key folded from another spelling names the key the user wrote.
     result.problems = point_at_written(result.problems, bc, origins)
 
 
-def _checked(doc: Document, result: ValidationResult, allow_env: bool, origins: dict) -> str:
+def _checked(
+    doc: Document, result: ValidationResult, allow_env: bool, origins: dict, read_models: bool
+) -> str:
     is_bare = doc.kind is DocumentKind.BACKEND_CONFIG
     bc = doc.prefix if is_bare else join_path(doc.prefix, "backend_config")
     body = dict(doc.body)
@@ -157,11 +164,13 @@ def _checked(doc: Document, result: ValidationResult, allow_env: bool, origins: 
     except ValidationError as err:
         result.problems += problems_from_validation_error(err, model, doc.prefix)
         return bc
-    _check_semantics(result, parsed, bc)
+    _check_semantics(result, parsed, bc, read_models)
     return bc
 
 
-def _check_semantics(result: ValidationResult, parsed: BaseModel, bc: str) -> None:
+def _check_semantics(
+    result: ValidationResult, parsed: BaseModel, bc: str, read_models: bool
+) -> None:
     if isinstance(parsed, BackendConfig):
         effective = build_effective_backend_config(parsed)
     else:
@@ -185,7 +194,7 @@ def _check_semantics(result: ValidationResult, parsed: BaseModel, bc: str) -> No
     result.problems += check_reward(effective, bc)
     result.problems += check_rollout_correction(effective, bc)
     result.problems += check_multi_turn(effective, bc)
-    result.problems += check_start(effective, bc)
+    result.problems += check_start(effective, bc, read_models)
     spec = parsed if isinstance(parsed, RLTrainingJobSpec) else None
     output = None if isinstance(parsed, BackendConfig) else parsed.af_output_dir
     result.problems += check_storage(effective, bc, spec, result.document.prefix, output)
