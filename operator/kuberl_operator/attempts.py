@@ -24,7 +24,7 @@ from kuberl_operator.failures import (
 )
 from kuberl_operator.hostnet_head import head_ports, host_network_dashboard
 from kuberl_operator.kube import Kube
-from kuberl_operator.liveness import Liveness
+from kuberl_operator.liveness import Liveness, clock_key
 from kuberl_operator.metrics import Metrics
 from kuberl_operator.names import head_service_url, raycluster_name, submission_id, token_key_id
 from kuberl_operator.provisioning import create_cluster, pod_creation_failure
@@ -62,31 +62,26 @@ class AttemptDriver:
             config.dashboard_token_file,
             config.ray_token_previous_keys_file,
         )
+        # Per attempt (clock_key: job UID and index), dropped when the attempt ends or its job
+        # is deleted (forget): memory follows the attempts in flight, not every job ever seen.
         self._unreachable_since: dict[str, datetime] = {}
-        self._cluster_keys: dict[str, str | None] = {}
         self.liveness = Liveness(config, metrics)
 
-    def _client(self, state: JobState, attempt: Attempt) -> RayJobsClient:
+    def _client(
+        self, state: JobState, attempt: Attempt, raycluster: dict | None = None
+    ) -> RayJobsClient:
         """A client bearing the token of the attempt's head (UnknownTokenKey: a key the
-        operator no longer has)."""
+        operator no longer has); ``raycluster``: the cluster as this reconcile read it."""
         url = self.dashboard_url(state, attempt.ray_cluster or "")
-        token = self.ray_auth.token_for(state.ref, self._key_of(state, attempt))
+        if raycluster is None:
+            raycluster = self.kube.get_raycluster(state.ref.namespace, attempt.ray_cluster or "")
+        token = self.ray_auth.token_for(state.ref, cluster_key_id(raycluster))
         return self.ray_client(url, token)
 
-    def _key_of(self, state: JobState, attempt: Attempt) -> str | None:
-        """The Ray token key id of the attempt's cluster, from its ``authOptions.secretName``."""
-        where = f"{state.ref.namespace}/{attempt.ray_cluster}"
-        if where not in self._cluster_keys:
-            body = self.kube.get_raycluster(state.ref.namespace, attempt.ray_cluster or "")
-            if body is None:
-                return None  # nothing to call; the current key
-            self._remember_key(state, body)
-        return self._cluster_keys.get(where)
-
-    def _remember_key(self, state: JobState, raycluster: dict) -> None:
-        secret = ((raycluster.get("spec") or {}).get("authOptions") or {}).get("secretName")
-        where = f"{state.ref.namespace}/{raycluster['metadata']['name']}"
-        self._cluster_keys[where] = token_key_id(secret or "")
+    def forget(self, state: JobState, attempt: Attempt) -> None:
+        """Drop what is kept in memory about ``attempt``: it ended, or its job is deleted."""
+        self._unreachable_since.pop(clock_key(state, attempt), None)
+        self.liveness.forget(state, attempt)
 
     def dashboard_url(self, state: JobState, cluster: str) -> str:
         if self.config.dashboard_url_override:
@@ -157,11 +152,10 @@ class AttemptDriver:
             if failure := stale_owner_overdue(state, attempt, seconds):
                 self.fail(state, attempt, failure, owns_cluster=False)  # never another's
             return
-        self._remember_key(state, raycluster)
         if self._kueue_holds(state, attempt, raycluster):
             return
         self._observe_cluster(state, attempt, raycluster)
-        if unknown := self.ray_auth.unknown_key(self._key_of(state, attempt)):
+        if unknown := self.ray_auth.unknown_key(cluster_key_id(raycluster)):
             self.fail(state, attempt, Failure(TOKEN_KEY_UNKNOWN, unknown, _INFRA))
             return
         if not state.submitted(attempt) and (refused := pod_creation_failure(raycluster)):
@@ -170,9 +164,9 @@ class AttemptDriver:
         if state.submitted(attempt):
             # The Ray job is the truth once submitted: a pod's readiness blinking (a probe, a
             # node heartbeat) must not stop us from seeing it finish, fail or lose its head.
-            self._poll(state, attempt)
+            self._poll(state, attempt, raycluster)
         elif cond.is_true(state.status, cond.CLUSTER_READY):
-            self._submit(state, attempt)
+            self._submit(state, attempt, raycluster)
         self._enforce_deadlines(state, attempt)
 
     def _enforce_deadlines(self, state: JobState, attempt: Attempt) -> None:
@@ -223,10 +217,10 @@ class AttemptDriver:
 
     # --- submit ----------------------------------------------------------------------------
 
-    def _submit(self, state: JobState, attempt: Attempt) -> None:
+    def _submit(self, state: JobState, attempt: Attempt, raycluster: dict) -> None:
         if state.effective is None or state.spec is None:
             return  # the spec turned invalid: nothing new is submitted until it is fixed
-        client = self._client(state, attempt)
+        client = self._client(state, attempt, raycluster)
         payload = build_submission(
             state.ref,
             state.spec.af_output_dir,
@@ -246,7 +240,7 @@ class AttemptDriver:
         except SubmissionRejected as err:
             self.fail(state, attempt, Failure("SubmissionRejected", str(err), _INFRA))
             return
-        self._unreachable_since.pop(attempt.submission_id, None)
+        self._unreachable_since.pop(clock_key(state, attempt), None)
         state.status.ray_job = RayJobStatus.model_validate(
             {"submissionId": attempt.submission_id, "status": "PENDING", "sessionName": session}
         )
@@ -255,10 +249,10 @@ class AttemptDriver:
         state.event("Normal", "Submitted", f"Ray job {attempt.submission_id} submitted")
 
     def _dashboard_down(self, state: JobState, attempt: Attempt, error: str) -> None:
-        since = self._unreachable_since.setdefault(attempt.submission_id, state.now)
+        since = self._unreachable_since.setdefault(clock_key(state, attempt), state.now)
         waited = (state.now - since).total_seconds()
         if waited >= self.config.dashboard_grace_seconds:
-            self._unreachable_since.pop(attempt.submission_id, None)
+            self._unreachable_since.pop(clock_key(state, attempt), None)
             message = f"Ray dashboard unreachable for {waited:.0f}s: {error}"
             self.fail(state, attempt, Failure("DashboardUnreachable", message, _INFRA))
         else:
@@ -266,18 +260,18 @@ class AttemptDriver:
 
     # --- poll ------------------------------------------------------------------------------
 
-    def _poll(self, state: JobState, attempt: Attempt) -> None:
+    def _poll(self, state: JobState, attempt: Attempt, raycluster: dict) -> None:
         ray_job = state.status.ray_job
         assert ray_job is not None
         sid = attempt.submission_id
-        client = self._client(state, attempt)
+        client = self._client(state, attempt, raycluster)
         try:
             session = client.session_name()
             info = client.get(sid)
         except DashboardUnavailable as err:
             self._dashboard_down(state, attempt, str(err))
             return
-        self._unreachable_since.pop(sid, None)
+        self._unreachable_since.pop(clock_key(state, attempt), None)
         if ray_job.session_name and session != ray_job.session_name:
             message = f"Ray session changed from {ray_job.session_name} to {session}"
             self.fail(state, attempt, Failure("HeadRestarted", message, _INFRA))
@@ -301,7 +295,7 @@ class AttemptDriver:
             state.condition(cond.RUNNING, True, "RayJobRunning", f"Ray job {sid} is running")
         elif info.status == "SUCCEEDED":
             attempt.result, attempt.end_time = "Succeeded", state.timestamp()
-            self.liveness.forget(state, attempt)
+            self.forget(state, attempt)
             state.finish(True, "RayJobSucceeded", f"attempt {attempt.index} succeeded")
         else:
             failure = classify_ray_failure(info, client.logs_tail(sid))
@@ -313,7 +307,7 @@ class AttemptDriver:
         """Stop the attempt on purpose (suspend, deadline): not a failure, no retry budget."""
         self._stop_ray_job(state, attempt)
         attempt.result, attempt.reason, attempt.end_time = "Stopped", reason, state.timestamp()
-        self.liveness.forget(state, attempt)
+        self.forget(state, attempt)
         state.event("Normal", "AttemptStopped", f"attempt {attempt.index} stopped: {reason}")
 
     def _stop_ray_job(self, state: JobState, attempt: Attempt) -> None:
@@ -333,7 +327,7 @@ class AttemptDriver:
         self, state: JobState, attempt: Attempt, failure: Failure, owns_cluster: bool = True
     ) -> None:
         status = state.status
-        self.liveness.forget(state, attempt)
+        self.forget(state, attempt)
         attempt.result, attempt.end_time = "Failed", state.timestamp()
         attempt.reason, attempt.message = failure.reason, failure.message[:1000]
         attempt.failure_class = failure.cls.value
@@ -372,6 +366,16 @@ class AttemptDriver:
 
 
 _INFRA = FailureClass.INFRA
+
+
+def cluster_key_id(raycluster: dict | None) -> str | None:
+    """The Ray token key id a RayCluster's ``authOptions.secretName`` carries, read from the
+    cluster each time rather than kept in a map that would outlive it (None: no cluster, or one
+    made before key ids: the current key)."""
+    if raycluster is None:
+        return None
+    secret = ((raycluster.get("spec") or {}).get("authOptions") or {}).get("secretName")
+    return token_key_id(secret or "")
 
 
 def _ms_to_iso(millis: int | None) -> str | None:

@@ -100,6 +100,7 @@ def register(registry: kopf.OperatorRegistry, reconciler: Reconciler, config: Op
 
     @kopf.on.delete(*RESOURCE, registry=registry)
     def on_delete(body: kopf.Body, **_: Any) -> None:
+        backoff.succeeded(f"{body.metadata.namespace}/{body.metadata.name}")  # its memory goes
         try:
             reconciler.finalize(dict(body))
         except Exception:

@@ -75,9 +75,11 @@ class Metrics:
             self.jobs.labels(phase).inc()
 
     def forget(self, uid: str, namespace: str, name: str) -> None:
+        """A deleted job's series go with it: per-job labels would otherwise grow forever."""
         self.observe_phase(uid, None)
-        with contextlib.suppress(KeyError):
-            self.global_step.remove(namespace, name)
+        for series in (self.global_step, self.restarts):
+            with contextlib.suppress(KeyError):
+                series.remove(namespace, name)
 
     def serve(self, host: str, port: int) -> None:
         start_http_server(port, addr=host, registry=self.registry)

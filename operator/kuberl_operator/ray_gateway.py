@@ -79,7 +79,15 @@ class RayGateway:
         with self._lock:
             self._in_flight.discard(head)
             if future.exception() is not None:
-                self._slow_failure_at[head] = self.clock()
+                now = self.clock()
+                # Past the cooldown an entry means nothing: drop those of heads never called again
+                # (deleted clusters), so the map holds only heads that failed slow recently.
+                expired = [
+                    h for h, at in self._slow_failure_at.items() if now - at >= self.cooldown
+                ]
+                for gone in expired:
+                    del self._slow_failure_at[gone]
+                self._slow_failure_at[head] = now
             else:
                 self._slow_failure_at.pop(head, None)
         log.info("slow call to %s settled after %.0fs", head, self.clock() - started)

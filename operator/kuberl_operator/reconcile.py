@@ -6,9 +6,7 @@ order, under a per-job lock. Running it twice in a row changes nothing the secon
 
 import copy
 import logging
-import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -27,6 +25,7 @@ from kuberl_operator.attempts import AttemptDriver, RayClientFactory
 from kuberl_operator.builders import accelerator_summary
 from kuberl_operator.chaining import JobReader, dependencies_allow_start
 from kuberl_operator.config import OperatorConfig
+from kuberl_operator.keyed_locks import KeyedLocks
 from kuberl_operator.kube import Kube
 from kuberl_operator.metrics import CONTROLLER, Metrics
 from kuberl_operator.ray_gateway import RayGateway
@@ -69,7 +68,7 @@ class Reconciler:
             clock=lambda: self.clock().timestamp(),
         )
         self.attempts = AttemptDriver(kube, config, self.metrics, self.ray_gateway.wrap(ray_client))
-        self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+        self._locks = KeyedLocks()
         settings = PolicySettings.of(config)  # all of the config validation reads
         self.validator = DeadlineValidator(
             lambda spec: policy_problems(spec, settings),
@@ -83,7 +82,7 @@ class Reconciler:
         started = time.monotonic()
         result = "success"
         try:
-            with self._locks[f"{namespace}/{name}"]:
+            with self._locks.hold(f"{namespace}/{name}"):
                 body = self.kube.get_job(namespace, name)
                 if body is None or body["metadata"].get("deletionTimestamp"):
                     return None
@@ -107,7 +106,7 @@ class Reconciler:
         Best effort: the error may be the API server itself, and then this fails too (logged).
         """
         try:
-            with self._locks[f"{namespace}/{name}"]:
+            with self._locks.hold(f"{namespace}/{name}"):
                 body = self.kube.get_job(namespace, name)
                 if body is None or body["metadata"].get("deletionTimestamp"):
                     return
@@ -125,6 +124,8 @@ class Reconciler:
         attempt = state.active_attempt()
         if attempt is not None and state.submitted(attempt):
             self.attempts.stop(state, attempt, "JobDeleted")
+        if attempt is not None:
+            self.attempts.forget(state, attempt)  # also when it was never submitted
         self.metrics.forget(state.ref.uid, state.ref.namespace, state.ref.name)
         self.validator.forget(state.ref.namespace, state.ref.name)
 

@@ -1,9 +1,12 @@
 """No secret value reaches a job's status, its events or the operator's logs.
 
 The operator runs as a process authenticated with the chart's own ServiceAccount token, against a
-job whose runtime environment references a credentials Secret. The chart's RBAC gives it no read
-access to Secrets at all, so the value can only reach the pods through the kubelet
-(`secretKeyRef`); this test checks every place the operator writes to.
+job whose runtime environment references a credentials Secret and whose object-storage
+credentials are a Secret named in `spec.storage.credentials.secretRef` (issue 30). The chart's
+RBAC gives it no read access to Secrets at all, so the values can only reach the pods through the
+kubelet (`secretKeyRef`, `envFrom`); this test checks every place the operator writes to. No Ray
+head runs here (no KubeRay), so no driver or rank log exists to read: the RayCluster's pod
+templates are what those processes' environments would be made from.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from support.helm import CHART_DIR, chart_operator_kubeconfig, job_manifest
 pytestmark = pytest.mark.cluster
 
 Kubectl = Callable[..., str]
+S3_SECRET = "s3-credentials"
 
 
 @pytest.fixture
@@ -54,11 +58,29 @@ def setting(
         f"--namespace={jobs_ns}",
         f"--from-literal=token={secret_value}",
     )
+    # Recognisable object-storage credentials: an access key id and a secret access key.
+    s3_key_id, s3_secret = f"AKIAKUBERL{uuid.uuid4().hex[:10].upper()}", f"s3sk-{uuid.uuid4().hex}"
+    kubectl(
+        "create",
+        "secret",
+        "generic",
+        S3_SECRET,
+        f"--namespace={jobs_ns}",
+        f"--from-literal=AWS_ACCESS_KEY_ID={s3_key_id}",
+        f"--from-literal=AWS_SECRET_ACCESS_KEY={s3_secret}",
+        "--from-literal=AWS_ENDPOINT_URL=http://127.0.0.1:9",
+    )
     try:
         with chart_operator_kubeconfig(
             local_cluster.kubeconfig, tmp_path, watch_namespaces=[jobs_ns]
         ) as kubeconfig:
-            yield {"namespace": jobs_ns, "kubeconfig": kubeconfig, "secret": secret_value}
+            yield {
+                "namespace": jobs_ns,
+                "kubeconfig": kubeconfig,
+                "secret": secret_value,
+                "s3_key_id": s3_key_id,
+                "s3_secret": s3_secret,
+            }
     finally:
         kubectl("delete", "namespace", jobs_ns, "--wait=false")
 
@@ -128,6 +150,9 @@ def test_secret_values_stay_out_of_status_events_and_logs(
             "valueFrom": {"secretKeyRef": {"name": "hf-credentials", "key": "token"}},
         }
     ]
+    manifest["spec"]["storage"] = {"credentials": {"secretRef": {"name": S3_SECRET}}}
+    trainer = manifest["spec"]["backend_config"].setdefault("trainer", {})
+    trainer["default_hdfs_dir"] = "s3://leak-bucket/run"  # a URL that needs the credentials
     kubectl("create", "-f", "-", stdin=json.dumps(manifest))
 
     def get(*args: str) -> dict[str, Any]:
@@ -160,6 +185,14 @@ def test_secret_values_stay_out_of_status_events_and_logs(
             "name": "HF_TOKEN",
             "valueFrom": {"secretKeyRef": {"name": "hf-credentials", "key": "token"}},
         }
+        assert not any(e["name"].startswith("AWS_") for e in container["env"]), container["env"]
+    # The storage Secret reaches the ranks' containers by reference only, the head's not at all
+    # (its driver's environment is what Ray may print).
+    head, *workers = containers
+    assert "envFrom" not in head and S3_SECRET not in json.dumps(head), head
+    assert workers
+    for worker in workers:
+        assert worker["envFrom"] == [{"secretRef": {"name": S3_SECRET}}]
 
     written = {
         "job (status included)": json.dumps(get("rltrainingjob", "with-secret")),
@@ -168,8 +201,14 @@ def test_secret_values_stay_out_of_status_events_and_logs(
         "operator log": operator_log.read_text(errors="replace"),
     }
     assert written["events"].count('"kind": "Event"') >= 1, "the operator posted no event"
+    values = {
+        "HF token": secret,
+        "S3 access key id": setting["s3_key_id"],
+        "S3 secret access key": setting["s3_secret"],
+    }
     for where, text in written.items():
-        assert secret not in text, f"the secret's value appears in the {where}"
+        for what, value in values.items():
+            assert value not in text, f"the {what}'s value appears in the {where}"
     # The chart lets the operator create Secrets (each head's token) but never read one.
     # A request line (verb, whitespace, an API path), not any JSON body that mentions a pod's
     # /var/run/secrets mount (the debug log holds the pod lists the operator reads).
