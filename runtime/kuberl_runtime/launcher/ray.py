@@ -47,6 +47,13 @@ FORWARDED_ENV_NAMES = ("OMP_NUM_THREADS", "TOKENIZERS_PARALLELISM")
 # hostNetwork every pod group has its own metrics port (and node IP); the head's would make a rank
 # on a worker bind a port its pod never declared.
 POD_OWN_ENV_NAMES = ("KUBERL_METRICS_PORT", "KUBERL_NODE_IP")
+# Credentials (HF_TOKEN, WANDB_API_KEY, ...) never travel in a runtime_env: Ray's runtime-env agent
+# logs every runtime_env it creates, env_vars included, on each node, and its state API shows
+# them. A rank has them anyway: spec.env reaches every pod's container, and a local Ray's raylet
+# inherits the driver's environment.
+CREDENTIAL_NAME_PARTS = frozenset(
+    {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS", "KEY", "APIKEY"}
+)
 
 
 class RankFailed(RuntimeError):
@@ -111,12 +118,19 @@ def forwarded_env(environ: Mapping[str, str], device: Device) -> dict[str, str]:
         for key, value in environ.items()
         if (key.startswith(FORWARDED_ENV_PREFIXES) or key in FORWARDED_ENV_NAMES)
         and key not in POD_OWN_ENV_NAMES
+        and not names_a_credential(key)
     }
     if device.alloc_conf_env and device.alloc_conf_env in environ:
         env[device.alloc_conf_env] = environ[device.alloc_conf_env]
     if device.ray_noset_visible_devices_env:
         env[device.ray_noset_visible_devices_env] = "1"
     return env
+
+
+def names_a_credential(name: str) -> bool:
+    """``HF_TOKEN``, ``WANDB_API_KEY``, ``MLFLOW_TRACKING_PASSWORD``: a word of the name says so
+    (``TOKENIZERS_PARALLELISM`` does not)."""
+    return not CREDENTIAL_NAME_PARTS.isdisjoint(name.upper().split("_"))
 
 
 def describe_failure(placement: RankPlacement, error: BaseException) -> str:
