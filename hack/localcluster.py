@@ -30,6 +30,7 @@ if _HACK_DIR not in sys.path:
 
 import realnode  # noqa: E402
 from realnode.images import build_images  # noqa: E402
+from realnode.node import RELAY_PREFIX  # noqa: E402
 from testcluster import components as comp  # noqa: E402
 from testcluster import kueue  # noqa: E402
 from testcluster.binaries import (  # noqa: E402
@@ -332,7 +333,11 @@ def start_real_node(
     (what the host's operator runs)."""
     images = build_images(names) if names else build_images()
     existing = realnode.load_real_node(Path(state.dir))
-    if existing and all(is_running(p) for p in existing.processes):
+    # Extra relays (realnode.relay_port) come and go with the tests that need them.
+    core = (
+        [p for p in existing.processes if not p.name.startswith(RELAY_PREFIX)] if existing else []
+    )
+    if existing and all(is_running(p) for p in core):
         realnode.import_images(Path(state.dir), existing, images)
         return existing
     return realnode.start_real_node(

@@ -16,6 +16,7 @@ from realnode.node import (
     store_in_use_reason,
     unsupported_reason,
 )
+from realnode.relays import relay_port
 
 __all__ = [
     "REAL_NODE_LABEL",
@@ -23,6 +24,7 @@ __all__ = [
     "import_images",
     "leftovers",
     "load_real_node",
+    "relay_port",
     "start_real_node",
     "stop_real_node",
     "store_in_use_reason",

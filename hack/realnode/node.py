@@ -43,6 +43,8 @@ STATE_FILE = "realnode.json"
 STORE_ENV = "KUBERL_REALNODE_STORE"
 CGROUP_FS = Path("/sys/fs/cgroup")
 CNI_BIN = Path("/usr/lib/cni")
+API_RELAY = "realnode-apiserver-relay"
+RELAY_PREFIX = "realnode-relay-"  # relays of other host ports (relay_port)
 HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "ctr", "runc", "ip", "nsenter", "unshare")
 
 
@@ -117,14 +119,14 @@ def start_real_node(
         host_link=f"krnode-{digest}",
         host_source=f"127.254.{octets}",
     )
-    _save(state_dir, node)
+    save_real_node(state_dir, node)
     try:
         host.make_cgroups(node.cgroup_root)
         node.netns_inode = netns.create(node.netns, node.host_link, node.address, node.host_source)
-        _save(state_dir, node)
+        save_real_node(state_dir, node)
         _write_configs(work, node)
         relay = start_process(
-            "realnode-apiserver-relay",
+            API_RELAY,
             [sys.executable, str(netns.RELAY), "--netns", node.netns,
              "--port", str(_apiserver_port(kubeconfig))],
             logs / "realnode-relay.log",
@@ -136,7 +138,7 @@ def start_real_node(
             logs / "containerd.log",
         )
         node.processes.append(containerd)
-        _save(state_dir, node)
+        save_real_node(state_dir, node)
         _wait("containerd's socket", lambda: Path(node.socket).exists(), containerd, timeout)
         dns = start_process(
             "realnode-dns",
@@ -145,7 +147,7 @@ def start_real_node(
             logs / "realnode-dns.log",
         )  # fmt: skip
         node.processes.append(dns)
-        _save(state_dir, node)
+        save_real_node(state_dir, node)
         import_images(state_dir, node, images)
         kubelet = start_process(
             "kubelet",
@@ -153,7 +155,7 @@ def start_real_node(
             logs / "kubelet.log",
         )
         node.processes.append(kubelet)
-        _save(state_dir, node)
+        save_real_node(state_dir, node)
         _wait(
             "the real node Ready",
             lambda: _node_ready(kubectl, kubeconfig, node.address),
@@ -164,7 +166,7 @@ def start_real_node(
         stop_real_node(state_dir)
         raise
     node.seconds_to_ready = round(time.monotonic() - started, 1)
-    _save(state_dir, node)
+    save_real_node(state_dir, node)
     log.info("real node %s Ready in %.1fs", node.address, node.seconds_to_ready)
     return node
 
@@ -182,8 +184,9 @@ def stop_real_node(state_dir: Path) -> list[str]:
         _remove_all_tasks(node)
     for record in containerd:
         stop_process(record)
-    for record in [p for p in node.processes if p.name == "realnode-apiserver-relay"]:
-        stop_process(record)
+    for record in node.processes:
+        if record.name == API_RELAY or record.name.startswith(RELAY_PREFIX):
+            stop_process(record)
     host.kill_cgroup_members(node.cgroup_root)
     if node.host_link:
         netns.remove(node.host_link)
@@ -235,7 +238,7 @@ def ctr(node: RealNode, *args: str, stdin: bytes | None = None) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _save(state_dir: Path, node: RealNode) -> None:
+def save_real_node(state_dir: Path, node: RealNode) -> None:
     path = state_dir / STATE_FILE
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(node), indent=2) + "\n")
@@ -305,7 +308,7 @@ def import_images(state_dir: Path, node: RealNode, images: dict[str, Path]) -> N
     running node: pods started afterwards run the new image (imagePullPolicy: Never)."""
     for name, tarball in images.items():
         _import_image(node, name, tarball)
-    _save(state_dir, node)
+    save_real_node(state_dir, node)
 
 
 def store_in_use_reason() -> str | None:
