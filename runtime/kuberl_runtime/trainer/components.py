@@ -85,13 +85,13 @@ def actor_model_spec(plan: RunPlan | SFTPlan) -> ModelSpec:
         path=model.path,
         override_config=dict(model.override_config),
         trust_remote_code=model.trust_remote_code,
-        external_lib=model.external_lib or None,
+        external_lib=model.external_lib,
         enable_gradient_checkpointing=model.enable_gradient_checkpointing,
         lora_rank=model.lora_rank,
         lora_alpha=model.lora_alpha,
         target_modules=model.target_modules,
         exclude_modules=model.exclude_modules or None,
-        lora_adapter_path=model.lora_adapter_path or None,
+        lora_adapter_path=model.lora_adapter_path,
         freeze_vision_tower=isinstance(plan, RunPlan) and plan.actor.freeze_vision_tower,
     )
 
@@ -255,7 +255,7 @@ def _build_critic(
         path=model_cfg.path,
         override_config=dict(model_cfg.override_config),
         trust_remote_code=model_cfg.trust_remote_code,
-        external_lib=model_cfg.external_lib or None,
+        external_lib=model_cfg.external_lib,
         enable_gradient_checkpointing=model_cfg.enable_gradient_checkpointing,
         lora_rank=model_cfg.lora_rank,
         lora_alpha=model_cfg.lora_alpha,
@@ -350,8 +350,8 @@ def _build_reward_model(
     model = build_sharded_reward_model(
         spec, dtype, rm.fsdp_config, device, target, is_main=ranks.is_main
     )
-    micro = rm.micro_batch_size_per_gpu or None  # the plan's 0: the whole shard at once
-    return RewardModelScorer(model, micro, _reward_inputs(plan, tokenizer))
+    # the plan's micro_batch_size_per_gpu 0: the whole shard at once
+    return RewardModelScorer(model, rm.micro_batch_size_per_gpu, _reward_inputs(plan, tokenizer))
 
 
 def _reward_inputs(plan: RunPlan, tokenizer: Any) -> RewardInputs | None:

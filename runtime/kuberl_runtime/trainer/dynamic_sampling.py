@@ -27,8 +27,9 @@ from typing import Any
 
 import torch
 
+from kuberl_api.plan import RunPlan
 from kuberl_api.plan.sections import FilterGroupsPlan
-from kuberl_runtime.algorithms.filter_groups import filter_groups
+from kuberl_runtime.algorithms.filter_groups import filter_groups, metric_values
 from kuberl_runtime.data.sampler import PromptBatchSampler
 from kuberl_runtime.distributed import RankInfo, all_gather_objects
 from kuberl_runtime.faults import maybe_crash
@@ -43,6 +44,23 @@ PARTIAL_FILE = Path("dynamic_sampling") / "partial.pt"
 
 # Generate and score generation batch `index` of the step: the rows and one metric value per row.
 GenerateBatch = Callable[[int], tuple[Batch, list[float]]]
+# The same, with the scored rows and the reward's extra info (the loop's generation batch).
+GenerateScored = Callable[[int], tuple[Batch, dict[str, list[Any]]]]
+
+
+def dynamic_sampler(plan: RunPlan, ranks: RankInfo, checkpoint_dir: Path) -> DynamicSampler | None:
+    """The run's DAPO sampler; None without algorithm.filter_groups.enable."""
+    options = plan.algorithm.filter_groups
+    if not options.enable:
+        return None
+    return DynamicSampler(
+        options,
+        train_batch_size=plan.data.train_batch_size,
+        n=plan.rollout.n,
+        ranks=ranks,
+        checkpoint_dir=checkpoint_dir,
+        save_partial=plan.trainer.save_freq > 0,
+    )
 
 
 def gen_batch_stream(step: int, index: int) -> int:
@@ -91,6 +109,18 @@ class DynamicSampler:
         """The run resumed from checkpoint `checkpoint_step`: its next step may continue a
         partial step written before the kill."""
         self._resumable_step = checkpoint_step + 1
+
+    def fill_scored(
+        self, step: int, sampler: PromptBatchSampler, generate: GenerateScored
+    ) -> tuple[Batch, dict[str, float]]:
+        """`fill`, each generation batch's metric taken from its scores and extra info."""
+        metric = self.options.metric
+
+        def with_metric(index: int) -> tuple[Batch, list[float]]:
+            batch, extra = generate(index)
+            return batch, metric_values(metric, batch["token_level_scores"], extra)
+
+        return self.fill(step, sampler, with_metric)
 
     def fill(
         self, step: int, sampler: PromptBatchSampler, generate: GenerateBatch

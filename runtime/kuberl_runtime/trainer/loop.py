@@ -3,7 +3,14 @@
 generate → rewards → old log-probs → reference log-probs → values → (in-reward KL) advantages →
 critic update → actor update (after critic_warmup) → weight sync to the rollout → validation
 every test_freq → checkpoint every save_freq → metrics. Every rank holds the whole batch;
-forward and update work is split so that each rank handles its share of every mini-batch.
+forward and update work is split so that each rank handles its share of every mini-batch
+(`trainer/shards.py`).
+
+This is the plain step. Its variants live beside it: DAPO's dynamic sampling fills the step's
+batch from several generation batches (`trainer/dynamic_sampling.py`); rollout correction takes
+π_old from the rollout in bypass mode and reweights the batch in decoupled mode
+(`trainer/rollout_correction.py`, called from `trainer/advantage_step.py`, which turns scores
+into advantages).
 """
 
 from __future__ import annotations
@@ -15,18 +22,10 @@ from typing import Any
 import torch
 
 from kuberl_api.plan import RunPlan
-from kuberl_runtime.algorithms import (
-    agg_loss,
-    apply_kl_penalty,
-    build_kl_controller,
-    compute_advantage,
-)
-from kuberl_runtime.algorithms.filter_groups import metric_values
-from kuberl_runtime.algorithms.roll_rlvr import RollRLVROptions, roll_advantages, shape_scores
+from kuberl_runtime.algorithms import agg_loss, build_kl_controller
 from kuberl_runtime.checkpoint.contents import Contents
 from kuberl_runtime.checkpoint.export import export_hf_model, write_hf_metadata
 from kuberl_runtime.checkpoint.mirrored import checkpoint_manager
-from kuberl_runtime.distributed import all_gather_rows
 from kuberl_runtime.engine.micro import MicroBatching
 from kuberl_runtime.engine.mrope import MRopeSpec
 from kuberl_runtime.faults import maybe_crash
@@ -36,11 +35,12 @@ from kuberl_runtime.tracking import (
     ProgressReporter,
 )
 from kuberl_runtime.trainer import metrics as M
+from kuberl_runtime.trainer.advantage_step import compute_advantages
 from kuberl_runtime.trainer.balance import balance_order, row_workloads, seqlen_balance_metrics
-from kuberl_runtime.trainer.batch import Batch, shard_rows
+from kuberl_runtime.trainer.batch import Batch
 from kuberl_runtime.trainer.components import Components
 from kuberl_runtime.trainer.dynamic_sampling import (
-    DynamicSampler,
+    dynamic_sampler,
     gen_batch_stream,
     gen_batch_uid_prefix,
 )
@@ -48,7 +48,8 @@ from kuberl_runtime.trainer.generation import VALIDATION_STREAM, generate_sharde
 from kuberl_runtime.trainer.multi_turn import multi_turn_generator
 from kuberl_runtime.trainer.remax import REMAX_STREAM, greedy_params, reward_baselines
 from kuberl_runtime.trainer.rewards import score_batch
-from kuberl_runtime.trainer.rollout_correction import correct_batch, use_rollout_as_old
+from kuberl_runtime.trainer.rollout_correction import use_rollout_as_old
+from kuberl_runtime.trainer.shards import RowShards
 from kuberl_runtime.trainer.state import restore_train_state, train_state
 from kuberl_runtime.trainer.step_loop import StepLoop
 from kuberl_runtime.trainer.validation import validation_metrics
@@ -77,26 +78,15 @@ class Trainer(StepLoop):
             if algo.use_kl_in_reward
             else None
         )
-        keep = self.plan.trainer.max_ckpt_to_keep
         self.checkpoints = checkpoint_manager(
             components.run.checkpoint_dir,
             components.ranks,
             self.plan.trainer.checkpoint_mirror,
-            keep or None,
+            self.plan.trainer.max_ckpt_to_keep,  # the plan's 0: keep all
             self._contents(),
         )
-        self.dynamic = (
-            DynamicSampler(
-                algo.filter_groups,
-                train_batch_size=self.plan.data.train_batch_size,
-                n=self.plan.rollout.n,
-                ranks=components.ranks,
-                checkpoint_dir=components.run.checkpoint_dir,
-                save_partial=self.plan.trainer.save_freq > 0,
-            )
-            if algo.filter_groups.enable
-            else None
-        )
+        self.dynamic = dynamic_sampler(self.plan, components.ranks, components.run.checkpoint_dir)
+        self.shards = RowShards(self.plan, components.ranks)
 
     # ---- run -------------------------------------------------------------------------------
     def fit(self) -> None:
@@ -156,13 +146,9 @@ class Trainer(StepLoop):
         filter needs (trainer/dynamic_sampling.py), and its metrics."""
         if self.dynamic is None:
             return self._generate_gen_batch(step, 0, timings)[0], {}
-        metric = self.plan.algorithm.filter_groups.metric
-
-        def generate(index: int) -> tuple[Batch, list[float]]:
-            batch, extra = self._generate_gen_batch(step, index, timings)
-            return batch, metric_values(metric, batch["token_level_scores"], extra)
-
-        return self.dynamic.fill(step, self.c.sampler, generate)
+        return self.dynamic.fill_scored(
+            step, self.c.sampler, lambda index: self._generate_gen_batch(step, index, timings)
+        )
 
     def _generate_gen_batch(
         self, step: int, index: int, timings: dict[str, float]
@@ -212,7 +198,8 @@ class Trainer(StepLoop):
         placement = self.plan.placement
         # One group per data-parallel rank (the first rank of each SP group stands for it).
         positions = [
-            self._local_rows(len(batch), r * placement.sp_size) for r in range(placement.dp_size)
+            self.shards.local_rows(len(batch), r * placement.sp_size)
+            for r in range(placement.dp_size)
         ]
         order = balance_order(row_workloads(batch["attention_mask"]), positions)
         seqlens = batch["attention_mask"].sum(-1).tolist()
@@ -234,18 +221,18 @@ class Trainer(StepLoop):
         entropy_mask = batch["response_mask"]  # before rollout correction's rejection
         if plan.ref.enabled:
             with M.timer("ref", timings):
-                batch["ref_log_prob"] = self._on_shards(
+                batch["ref_log_prob"] = self.shards.on_shards(
                     batch,
                     lambda local: {"out": actor.compute_ref_log_prob(local, self._ref_batching())},
                 )["out"]
         if critic is not None:
             with M.timer("values", timings):
-                batch["values"] = self._on_shards(
+                batch["values"] = self.shards.on_shards(
                     batch, lambda local: {"out": critic.compute_values(local)}
                 )["out"]
         with M.timer("adv", timings):
-            scalar_metrics = self._compute_advantages(batch)
-        local = batch.select(self._local_rows(len(batch)))
+            scalar_metrics = compute_advantages(batch, plan, self.kl_ctrl)
+        local = batch.select(self.shards.local_rows(len(batch)))
         # ROLL's max_len/difficulty masks leave rows out of the losses; with none left, ROLL skips.
         skip = "final_response_mask" in batch.tensors and not batch["final_response_mask"].any()
         if "final_response_mask" in local.tensors:
@@ -257,7 +244,7 @@ class Trainer(StepLoop):
             with M.timer("update_actor", timings):
                 if on_policy:
                     update_metrics, local_entropys = actor.update_policy_on_policy(local)
-                    entropys = self._gather_local(len(batch), {"entropys": local_entropys})
+                    entropys = self.shards.gather_local(len(batch), {"entropys": local_entropys})
                     entropys = entropys["entropys"]
                 else:
                     update_metrics = actor.update_policy(local)
@@ -277,7 +264,7 @@ class Trainer(StepLoop):
     def _old_log_probs(self, batch: Batch, timings: dict[str, float]) -> torch.Tensor:
         """The old-log-prob pass (π_old into the batch); returns every row's per-token entropy."""
         with M.timer("old_log_prob", timings):
-            out = self._on_shards(
+            out = self.shards.on_shards(
                 batch,
                 lambda local: self.c.actor.compute_log_prob(
                     local, self._log_prob_batching(), calculate_entropy=True
@@ -285,66 +272,6 @@ class Trainer(StepLoop):
             )
         batch["old_log_probs"] = out["old_log_probs"]
         return out["entropys"]
-
-    def _compute_advantages(self, batch: Batch) -> dict[str, float]:
-        algo = self.plan.algorithm
-        metrics: dict[str, float] = {}
-        scores = batch["token_level_scores"]
-        # ROLL's RLVR options (off unless set): masks, score normalisation and clips.
-        roll = RollRLVROptions.from_settings(**algo.roll_rlvr.model_dump())
-        if roll.active:
-            shaped = shape_scores(
-                scores,
-                batch["response_mask"],
-                batch.objects["uid"],
-                self._response_length,
-                algo.adv_estimator,
-                roll,
-            )
-            scores, metrics = shaped.token_level_scores, dict(shaped.metrics)
-        if self.kl_ctrl is not None:
-            rewards, kl_metrics = apply_kl_penalty(
-                token_level_scores=scores,
-                response_mask=batch["response_mask"],
-                old_log_probs=batch["old_log_probs"],
-                ref_log_prob=batch["ref_log_prob"],
-                kl_ctrl=self.kl_ctrl,
-                kl_penalty_type=algo.kl_penalty,
-            )
-            metrics.update(kl_metrics)
-            batch["token_level_rewards"] = rewards
-        else:
-            batch["token_level_rewards"] = scores
-        # verl's order: rollout correction after the in-reward KL, before the advantages.
-        metrics.update(correct_batch(batch, self.plan.rollout_correction))
-        estimator_inputs: dict[str, Any] = {
-            "index": batch.objects["uid"],
-            "values": batch.tensors.get("values"),
-            "reward_baselines": batch.tensors.get("reward_baselines"),
-            "gamma": algo.gamma,
-            "lam": algo.lam,
-            "norm_adv_by_std_in_grpo": algo.norm_adv_by_std_in_grpo,
-        }
-        if roll.active:
-            advantages, returns, final_mask, roll_metrics = roll_advantages(
-                algo.adv_estimator,
-                token_level_rewards=batch["token_level_rewards"],
-                response_mask=batch["response_mask"],
-                sample_keep=shaped.sample_mask,
-                options=roll,
-                **estimator_inputs,
-            )
-            metrics.update(roll_metrics)
-            batch["final_response_mask"] = final_mask  # the updates' loss mask (ROLL's)
-        else:
-            advantages, returns = compute_advantage(
-                algo.adv_estimator,
-                token_level_rewards=batch["token_level_rewards"],
-                response_mask=batch["response_mask"],
-                **estimator_inputs,
-            )
-        batch["advantages"], batch["returns"] = advantages, returns
-        return metrics
 
     # ---- helpers -----------------------------------------------------------------------------
     def _generate(
@@ -369,41 +296,14 @@ class Trainer(StepLoop):
         if self.c.reward_model is None:
             return None
         scorer = self.c.reward_model
-        return self._on_shards(batch, lambda local: {"out": scorer.score(local)})["out"].tolist()
-
-    def _local_rows(self, num_rows: int, rank: int | None = None) -> list[int]:
-        """`rank`'s (default: this rank's) share of every mini-batch of the step's rows: its
-        data-parallel rank's (the ranks of a Ulysses SP group share their rows)."""
-        plan = self.plan
-        mini = min(plan.actor.ppo_mini_batch_size * plan.rollout.n, num_rows)
-        rank = self.c.ranks.rank if rank is None else rank
-        placement = plan.placement
-        return shard_rows(num_rows, mini, rank // placement.sp_size, placement.dp_size)
-
-    def _on_shards(self, batch: Batch, fn: Any) -> dict[str, torch.Tensor]:
-        """Run `fn` on this rank's rows and reassemble every output over the whole batch (the
-        ranks of an SP group return the same rows with the same values)."""
-        return self._gather_local(len(batch), fn(batch.select(self._local_rows(len(batch)))))
-
-    def _gather_local(
-        self, num_rows: int, outputs: dict[str, torch.Tensor]
-    ) -> dict[str, torch.Tensor]:
-        """Every rank's `outputs` for its `_local_rows`, reassembled over all `num_rows` rows."""
-        world = self.c.ranks.world_size
-        order = [row for r in range(world) for row in self._local_rows(num_rows, r)]
-        index = torch.tensor(order)
-        result = {}
-        for key, value in outputs.items():
-            gathered = all_gather_rows(value)
-            full = gathered.new_empty((num_rows, *gathered.shape[1:]))
-            full[index] = gathered
-            result[key] = full
-        return result
+        return self.shards.on_shards(batch, lambda local: {"out": scorer.score(local)})[
+            "out"
+        ].tolist()
 
     def _log_prob_batching(self) -> MicroBatching:
         rollout = self.plan.rollout
         return MicroBatching(
-            rollout.log_prob_micro_batch_size_per_gpu or None,
+            rollout.log_prob_micro_batch_size_per_gpu,  # the plan's 0: the whole shard
             rollout.log_prob_use_dynamic_bsz,
             rollout.log_prob_max_token_len_per_gpu,
             self.plan.placement.sp_size,
@@ -412,7 +312,7 @@ class Trainer(StepLoop):
     def _ref_batching(self) -> MicroBatching:
         ref = self.plan.ref
         return MicroBatching(
-            ref.log_prob_micro_batch_size_per_gpu or None,
+            ref.log_prob_micro_batch_size_per_gpu,  # the plan's 0: the whole shard
             ref.log_prob_use_dynamic_bsz,
             ref.log_prob_max_token_len_per_gpu,
             self.plan.placement.sp_size,
