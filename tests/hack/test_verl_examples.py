@@ -66,10 +66,11 @@ def test_each_script_is_passed_refused_or_skipped_with_the_reason(base):
     assert spelling.status == "pass", spelling.problems
     offload = results["grpo_trainer/run_offload_fsdp.sh"]
     assert offload.status == "refused"
-    assert offload.keys == ["actor_rollout_ref.model.enable_activation_offload"]
-    assert "activation offload" in offload.problems[0]
+    assert offload.keys == ["actor_rollout_ref.model.use_liger"]
+    assert "Liger kernels are not supported" in offload.problems[0]
     # verl 0.9's engine keys: SP 2 under fsdp_config doubles the token budget (768 x 2 covers
-    # 512 + 1024 tokens; read as SP 1 it would be refused), CUDA-graph sizes, prefix grouper.
+    # 512 + 1024 tokens; read as SP 1 it would be refused), CUDA-graph sizes, prefix grouper,
+    # activation offload.
     engine_keys = results["grpo_trainer/run_engine_keys_fsdp.sh"]
     assert engine_keys.status == "pass", engine_keys.problems
     engine = results["grpo_trainer/run_engine_choice.sh"]
@@ -84,4 +85,4 @@ def test_the_report_counts_passes_and_tallies_refused_keys(base):
         "FSDP trainer scripts: 3/4 validate (75%), 3 of them pass the start checks; "
         "skipped 2, failed to run 0"
     ) in text
-    assert "    1 actor_rollout_ref.model.enable_activation_offload" in text
+    assert "    1 actor_rollout_ref.model.use_liger" in text

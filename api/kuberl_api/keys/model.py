@@ -2,7 +2,14 @@
 
 from kuberl_api.keys.actor import FUSED
 from kuberl_api.keys.entry import honoured, no_effect, refused
-from kuberl_api.keys.where import COMPONENTS, INHERIT, LAUNCH_WORKER, MODEL_BUILDER, TOKENIZER
+from kuberl_api.keys.where import (
+    ACTOR_ENGINE,
+    COMPONENTS,
+    INHERIT,
+    LAUNCH_WORKER,
+    MODEL_BUILDER,
+    TOKENIZER,
+)
 
 M = "actor_rollout_ref.model."
 
@@ -20,7 +27,7 @@ KEYS = [
     refused(M + "external_libs", "use external_lib (one module) instead"),
     honoured(M + "override_config", COMPONENTS),
     honoured(M + "enable_gradient_checkpointing", COMPONENTS),
-    refused(M + "enable_activation_offload", "activation offload is not supported; remove it"),
+    honoured(M + "enable_activation_offload", ACTOR_ENGINE),
     honoured(M + "use_remove_padding", INHERIT),
     no_effect(M + "use_fused_kernels", FUSED),
     refused(M + "use_liger", "Liger kernels are not supported; remove it"),

@@ -41,6 +41,11 @@ _SHARED_EXCEPTIONS = [
     honoured("engine.ulysses_sequence_parallel_size", SFT_COMPONENTS),
     no_effect("engine.grad_offload", "deprecated in verl; FSDP2 offloads grads with params"),
     honoured("optim.clip_grad", SFT_PLAN),
+    refused(
+        "model.enable_activation_offload",
+        "activation offload is honoured for the RL actor's update only; the SFT trainer keeps "
+        "activations where autograd puts them: remove it",
+    ),
 ]
 
 D, T = "data.", "trainer."

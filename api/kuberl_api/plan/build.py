@@ -60,7 +60,12 @@ def build_run_plan(effective: BackendConfig, af_output_dir: str | None = None) -
         paths=paths,
         data=_data(effective),
         model=model_section(effective.actor_rollout_ref.model),
-        actor=actor_section(arr.actor, arr.rollout.n, placement.dp_size),
+        actor=actor_section(
+            arr.actor,
+            arr.rollout.n,
+            placement.dp_size,
+            activation_offload=arr.model.enable_activation_offload,
+        ),
         ref=_ref(effective),
         rollout=rollout_section(
             arr.rollout, effective.data.max_prompt_length, effective.data.max_response_length
@@ -167,8 +172,11 @@ def _policy_loss(actor: ActorConfig) -> PolicyLossPlan:
     )
 
 
-def actor_section(actor: ActorConfig, n: int, dp_size: int) -> ActorPlan:
-    """`n`: rollout.n; `dp_size`: data-parallel ranks (the placement's)."""
+def actor_section(
+    actor: ActorConfig, n: int, dp_size: int, *, activation_offload: bool = False
+) -> ActorPlan:
+    """`n`: rollout.n; `dp_size`: data-parallel ranks (the placement's); `activation_offload`:
+    the model's enable_activation_offload."""
     clip = float(actor.clip_ratio)
     return ActorPlan(
         ppo_mini_batch_size=actor.ppo_mini_batch_size,
@@ -195,6 +203,7 @@ def actor_section(actor: ActorConfig, n: int, dp_size: int) -> ActorPlan:
         ppo_epochs=actor.ppo_epochs,
         use_remove_padding=bool(actor.use_remove_padding),
         on_policy_shortcut=actor.on_policy_shortcut,
+        activation_offload=activation_offload,
         optim=optim_section(actor.optim),
         fsdp_config=fsdp_section(actor.fsdp_config),
         checkpoint=checkpoint_section(actor.checkpoint),

@@ -197,6 +197,10 @@ class ActorPlan(Frozen):
     use_remove_padding: bool
     on_policy_shortcut: bool
     """kuberl extension: no old-log-prob forward; validated to hold only for on-policy updates."""
+    activation_offload: bool
+    """model.enable_activation_offload: the update's saved activations wait for backward in host
+    memory (torch.autograd.graph.save_on_cpu), as verl's activation offload keeps them off the
+    accelerator; the same numbers."""
     optim: OptimPlan
     fsdp_config: FSDPPlan
     checkpoint: CheckpointPlan

@@ -17,7 +17,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 
-PLAN_VERSION = 10
+PLAN_VERSION = 11
 RELEASE_FIX = "use the operator and runtime image of one kuberl release"
 
 

@@ -184,16 +184,26 @@ class Actor:
 
     def backward_micro(self, micro: Batch, global_batch: GlobalBatch) -> dict[str, torch.Tensor]:
         """Loss of one micro-batch in the mini-batch's global-batch form, backpropagated."""
-        loss, metrics, _ = self._loss(micro.to(model_device(self.model)), global_batch)
+        with self.saved_activations():
+            loss, metrics, _ = self._loss(micro.to(model_device(self.model)), global_batch)
         loss.backward()
         return metrics
+
+    def saved_activations(self) -> contextlib.AbstractContextManager:
+        """Where the update's forward keeps what backward needs: host memory with
+        `model.enable_activation_offload` (pinned on CUDA, copied back in backward), else where
+        autograd puts it."""
+        if not self.cfg.activation_offload:
+            return contextlib.nullcontext()
+        return torch.autograd.graph.save_on_cpu(pin_memory=torch.cuda.is_available())
 
     def _backward_on_policy(
         self, micro: Batch, global_batch: GlobalBatch
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        loss, metrics, entropy = self._loss(
-            micro.to(model_device(self.model)), global_batch, on_policy=True
-        )
+        with self.saved_activations():
+            loss, metrics, entropy = self._loss(
+                micro.to(model_device(self.model)), global_batch, on_policy=True
+            )
         loss.backward()
         assert entropy is not None
         return metrics, entropy

@@ -25,6 +25,7 @@ SCHEMAS = {
     8: "69828e3e08112584cd30a9d1f19c54a0b360e78b5e49ac36223b48c061da22e3",  # reward_judge, gdpo
     9: "ba4d0293057ca151a6a1df57ad9fbc2d4d4db28dbbdebce8bb4f7b7d3e6515c7",  # tool_timeout
     10: "b6cb9183b7b0b2bed125f681ead912b41a2316c4956a0e03eda7aa2f6f4e4f24",  # paths.output_url
+    11: "1339f769b4c6b5a331d8f169a207ac19750df5a9442c9d1935c56002d8b74be3",  # activation_offload
 }
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # verl 0.9's engine-level keys (written for kuberl's tests): the Ulysses degree under
-# fsdp_config, vLLM's CUDA-graph sizes, the prefix grouper.
+# fsdp_config, vLLM's CUDA-graph sizes, the prefix grouper, activation offload.
 set -xeuo pipefail
 SP=${SP:-2}
 python3 -m verl.trainer.main_ppo \
@@ -17,6 +17,7 @@ python3 -m verl.trainer.main_ppo \
     actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=${SP} \
     actor_rollout_ref.ref.fsdp_config.ulysses_sequence_parallel_size=${SP} \
     actor_rollout_ref.actor.use_prefix_grouper=True \
+    actor_rollout_ref.model.enable_activation_offload=True \
     actor_rollout_ref.rollout.name=vllm \
     actor_rollout_ref.rollout.tensor_model_parallel_size=1 \
     actor_rollout_ref.rollout.cudagraph_capture_sizes="[8,16,32]" \

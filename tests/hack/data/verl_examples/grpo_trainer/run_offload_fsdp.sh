@@ -8,7 +8,7 @@ python3 -m verl.trainer.main_ppo \
     actor_rollout_ref.model.path=/models/tiny \
     actor_rollout_ref.actor.ppo_mini_batch_size=8 \
     actor_rollout_ref.actor.use_dynamic_bsz=True \
-    actor_rollout_ref.model.enable_activation_offload=True \
+    actor_rollout_ref.model.use_liger=True \
     actor_rollout_ref.rollout.name=vllm \
     actor_rollout_ref.rollout.tensor_model_parallel_size=1 \
     trainer.n_gpus_per_node=2
