@@ -6,7 +6,8 @@ answer the test products right (greedy validation before and after GRPO).
 
 Measured on seed 0 (Intel, 2 shared cores at load 20-30, the machine's own kernels): tool use
 0.00 -> 1.00, accuracy 0.00 -> 0.55, GRPO training reward 0.10 -> 0.60, calls per rollout
-0.24 -> 0.97; 666 s under that load (about 2 minutes at the fastest step times seen). Other CPU
+0.24 -> 0.97; 666-769 s under that load (about 2 minutes at the fastest step times seen);
+the same figures in two runs. Other CPU
 kernel sets (ATEN_CPU_CAPABILITY) are not measured yet.
 """
 
