@@ -23,9 +23,11 @@ from typing import Any, Generic, TypeVar
 
 from kuberl_api.plan.version import PLAN_VERSION
 
-MAX_JOBS = 4096
+MAX_JOBS = 2048
 """Jobs whose verdict is remembered; past this the least recently validated is forgotten (it
-is then validated again on its next reconcile, nothing else)."""
+is then validated again on its next reconcile, nothing else). A verdict holds the parsed spec and
+the effective config: ~70 KiB for tests/support/manifests.py's job (tracemalloc), so ~140 MiB
+at most."""
 
 V = TypeVar("V")
 
