@@ -8,6 +8,7 @@ cannot both win); a run whose owner differs refuses to start, naming the directo
 The owner is the RLTrainingJob's UID on a cluster (the operator sets KUBERL_JOB_UID on every
 submission): every attempt of one job, and only that job, may use the directory. A local run
 (`kuberl train`) is `local:<project_name>/<experiment_name>`, so rerunning a config resumes.
+An af_output_dir URL is claimed on the store as well (`claim_output_url`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from kuberl_api.storage import strip_protocol
 from kuberl_runtime.checkpoint.durable import fsync_path, write_atomically
-from kuberl_runtime.distributed import RankInfo, barrier
+from kuberl_runtime.checkpoint.remote import open_filesystem, with_retries
+from kuberl_runtime.distributed import RankInfo, barrier, broadcast_object
 
 logger = logging.getLogger(__name__)
 
@@ -80,3 +83,44 @@ def _create_marker(output_dir: Path, owner: str) -> None:
         os.fsync(handle.fileno())
     fsync_path(output_dir)
     logger.info("af_output_dir %s now belongs to %s", output_dir, owner)
+
+
+def claim_output_url(url: str, owner: str, ranks: RankInfo) -> None:
+    """``claim_output_dir`` for an af_output_dir URL: the staging directory is the pod's own, so
+    the owner is recorded on the store too (``<url>/.kuberl-owner``). Object stores have no
+    exclusive create: two jobs starting in the same second may both claim it, the later write
+    winning; any later start of the other job is refused."""
+    recorded = None
+    if ranks.is_main:
+        recorded = _claim_remote(url, owner)
+    recorded = broadcast_object(recorded)
+    if recorded != owner:
+        raise OutputDirOwned(
+            f"af_output_dir {url} belongs to {recorded} ({url}/{OWNER_FILE}), not to this run "
+            f"({owner}): two jobs sharing it would delete and resume from each other's "
+            "checkpoints. Give this job its own af_output_dir (or delete that owner file once "
+            "the other job is gone)"
+        )
+
+
+def _claim_remote(url: str, owner: str) -> str | None:
+    fs = open_filesystem(url)
+    path = f"{strip_protocol(url).rstrip('/')}/{OWNER_FILE}"
+
+    def read() -> str | None:
+        fs.invalidate_cache()
+        try:
+            found = json.loads(fs.cat_file(path).decode()).get("owner")
+        except FileNotFoundError:
+            return None
+        except ValueError:
+            return None  # a claim cut short: claim it again
+        return found if isinstance(found, str) else None
+
+    recorded = with_retries(f"reading {url}/{OWNER_FILE}", read)
+    if recorded is None:
+        record = (json.dumps({"owner": owner}) + "\n").encode()
+        with_retries(f"writing {url}/{OWNER_FILE}", lambda: fs.pipe(path, record))
+        logger.info("af_output_dir %s now belongs to %s", url, owner)
+        recorded = owner
+    return recorded

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from kuberl_runtime.checkpoint.manager import CheckpointManager
 from kuberl_runtime.checkpoint.manifest import check_copied_step
 from kuberl_runtime.checkpoint.outputs import upload_outputs
-from kuberl_runtime.checkpoint.owner import claim_output_dir, run_owner
+from kuberl_runtime.checkpoint.owner import claim_output_dir, claim_output_url, run_owner
 from kuberl_runtime.reporting.phases import beating
 from kuberl_runtime.tracking import NullProgressReporter, ProgressReporter, Tracker, build_tracker
 from kuberl_runtime.trainer.preemption import Preempted, StopRequest, stop_file_from_env
@@ -114,6 +114,8 @@ class StepLoop:
         trainer = self.plan.trainer
         owner = run_owner(os.environ, trainer.project_name, trainer.experiment_name)
         claim_output_dir(Path(self.plan.paths.output_dir), owner, self.ranks)
+        if self.plan.paths.output_url:  # the staging directory is the pod's own
+            claim_output_url(self.plan.paths.output_url, owner, self.ranks)
         self.checkpoints.remove_partial_writes()
         if trainer.resume_mode == "disable":
             return None
