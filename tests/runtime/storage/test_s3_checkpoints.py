@@ -114,7 +114,7 @@ def test_a_fresh_run_resumes_from_the_store_past_a_partial_upload(
         assert from_url.returncode == 0, from_url.stderr[-3000:]
         assert sorted(read_metrics(staging)) == [3]
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging.parent, ignore_errors=True)  # the test bucket's own directory
     out = f"{s3_bucket}/out"
     assert steps_on(fs, f"{out}/checkpoints") == ["global_step_3"]
     for uploaded in ("checkpoints/global_step_3", "huggingface", "logs"):
