@@ -3,8 +3,11 @@
 # CPU work instead of adding to it:
 #   control plane: the tiers on the local cluster (cluster, e2e, realpods; a test that starts the
 #                  cluster is marked so by tests/conftest.py), one cluster, in order; they mostly
-#                  wait on the apiserver, the operator's polls, kwok and pods;
-#   cpu:           everything else (unit tests, CPU training runs, dry runs).
+#                  wait on the apiserver, the operator's polls, kwok and pods, so the few long
+#                  CPU-only runs (marked long_cpu: the learning demos) run here too;
+#   cpu:           everything else (unit tests, CPU training runs, dry runs), on CPU_WORKERS
+#                  pytest-xdist workers (default 2; a test module stays on one worker, so its
+#                  module-scoped fixtures are built once).
 # The lanes share nothing: own basetemp, own cluster or none, and every server port comes from
 # hack/freeport.py, which never hands one port to two pickers. The cpu lane's output is printed
 # after the control plane's; the run fails if either lane failed, or if neither ran a test.
@@ -13,14 +16,15 @@ set -uo pipefail
 
 py=$1
 shift
-tiers="cluster or e2e or realpods"
+tiers="cluster or e2e or realpods or long_cpu"
 work=$(mktemp -d -t kuberl-pytest.XXXXXX)
 cpu_log="${work}/cpu.log"
 
 start=${SECONDS}
 set -m # the cpu lane in a process group of its own, so an interrupted run stops all of it
 (
-  "${py}" -m pytest -m "not (${tiers})" --basetemp="${work}/cpu" "$@" >"${cpu_log}" 2>&1
+  "${py}" -m pytest -m "not (${tiers})" --basetemp="${work}/cpu" \
+    -n "${CPU_WORKERS:-2}" --dist loadscope "$@" >"${cpu_log}" 2>&1
   rc=$?
   echo $((SECONDS - start)) >"${work}/cpu.seconds"
   exit "${rc}"

@@ -11,7 +11,7 @@ import pytest
 
 from kuberl_runtime.demo_learning import run_demo
 
-pytestmark = pytest.mark.runtime
+pytestmark = [pytest.mark.runtime, pytest.mark.long_cpu]
 
 # Seeded CPU training is deterministic on one machine, not across kernel sets: AVX2, AVX-512 and
 # the plain kernels round differently and the run amplifies it (issue 31). The thresholds come

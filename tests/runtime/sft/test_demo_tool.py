@@ -17,7 +17,7 @@ import pytest
 
 from kuberl_runtime.demo_tool import run_demo
 
-pytestmark = pytest.mark.runtime
+pytestmark = [pytest.mark.runtime, pytest.mark.long_cpu]
 
 GAIN = 0.3
 """Least rise of validation tool use and of accuracy that the demo must show."""
