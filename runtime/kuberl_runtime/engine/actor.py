@@ -191,11 +191,11 @@ class Actor:
 
     def saved_activations(self) -> contextlib.AbstractContextManager:
         """Where the update's forward keeps what backward needs: host memory with
-        `model.enable_activation_offload` (pinned on CUDA, copied back in backward), else where
-        autograd puts it."""
+        `model.enable_activation_offload` (pinned when an accelerator is present, copied back in
+        backward), else where autograd puts it."""
         if not self.cfg.activation_offload:
             return contextlib.nullcontext()
-        return torch.autograd.graph.save_on_cpu(pin_memory=torch.cuda.is_available())
+        return torch.autograd.graph.save_on_cpu(pin_memory=torch.accelerator.is_available())
 
     def _backward_on_policy(
         self, micro: Batch, global_batch: GlobalBatch
