@@ -5,9 +5,11 @@
 #                  cluster is marked so by tests/conftest.py), one cluster, in order; they mostly
 #                  wait on the apiserver, the operator's polls, kwok and pods, so the few long
 #                  CPU-only runs (marked long_cpu: the learning demos) run here too;
-#   cpu:           everything else (unit tests, CPU training runs, dry runs), on CPU_WORKERS
-#                  pytest-xdist workers (default 2; a test module stays on one worker, so its
-#                  module-scoped fixtures are built once).
+#   cpu:           everything else: first the tests not marked runtime (unit tests, dry runs)
+#                  on CPU_WORKERS pytest-xdist workers (default 2; a module stays on one worker,
+#                  so its module-scoped fixtures are built once), then the runtime tests (CPU
+#                  training runs, most of them 2-rank gloo runs that already fill both cores:
+#                  two at once only wait on each other) one after another.
 # The lanes share nothing: own basetemp, own cluster or none, and every server port comes from
 # hack/freeport.py, which never hands one port to two pickers. The cpu lane's output is printed
 # after the control plane's; the run fails if either lane failed, or if neither ran a test.
@@ -23,9 +25,16 @@ cpu_log="${work}/cpu.log"
 start=${SECONDS}
 set -m # the cpu lane in a process group of its own, so an interrupted run stops all of it
 (
-  "${py}" -m pytest -m "not (${tiers})" --basetemp="${work}/cpu" \
+  "${py}" -m pytest -m "not (${tiers}) and not runtime" --basetemp="${work}/cpu" \
     -n "${CPU_WORKERS:-2}" --dist loadscope "$@" >"${cpu_log}" 2>&1
-  rc=$?
+  unit_rc=$?
+  "${py}" -m pytest -m "not (${tiers}) and runtime" --basetemp="${work}/cpu-runtime" \
+    "$@" >>"${cpu_log}" 2>&1
+  runtime_rc=$?
+  # 5 = nothing collected: fine for one part (PYTEST_ARGS may select only the other), not both.
+  if [ "${unit_rc}" -eq 5 ]; then rc=${runtime_rc}
+  elif [ "${runtime_rc}" -eq 5 ] || [ "${runtime_rc}" -eq 0 ]; then rc=${unit_rc}
+  else rc=${runtime_rc}; fi
   echo $((SECONDS - start)) >"${work}/cpu.seconds"
   exit "${rc}"
 ) &

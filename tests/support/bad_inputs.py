@@ -31,7 +31,7 @@ CASES = [
     ({f"{BC}.data.train_files": delete()}, f"{BC}.data.train_files", "required"),
     ({f"{BC}.actor_rollout_ref.model": {}}, f"{BC}.actor_rollout_ref.model.path", "required"),
     ({"spec.af_output_dir": delete()}, "spec.af_output_dir", "required"),
-    ({"spec.af_output_dir": "relative/dir"}, "spec.af_output_dir", "expected: Absolute path"),
+    ({"spec.af_output_dir": "relative/dir"}, "spec.af_output_dir", "an absolute path"),
     ({"spec.workerPools": []}, "spec.workerPools", "at least 1"),
     (
         {"spec.workerPools[0].accelerator.type": "nvidia.com/gpuu"},

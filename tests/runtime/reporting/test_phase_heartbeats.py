@@ -72,11 +72,15 @@ class SlowExport(StepLoop):
         assert self.patches.enough.wait(30), "heartbeats while the export runs"
         return "/out/huggingface"
 
+    def _finish_uploads(self) -> None:  # no checkpoint manager or plan here: nothing to upload
+        self.uploads_finished_after_export = self.patches.enough.is_set()
+
 
 def test_the_step_loop_beats_through_the_final_export(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBERL_HEARTBEAT_SECONDS", "0.01")
     patches = Patches(wanted=3)
     loop = SlowExport(patches)
     loop._run_steps()
+    assert loop.uploads_finished_after_export  # the run waits for its uploads before finishing
     assert len(patches.sent) >= 4  # on_start, beats, on_finish
     assert all(p["progress"]["globalStep"] == 3 for p in patches.sent)
