@@ -58,11 +58,7 @@ def test_job_succeeds_reports_progress_and_cleans_up(jobs, ray_head, operator_pr
 
 def test_stopped_ray_job_restarts_and_resumes_from_checkpoint(jobs, ray_head, tmp_path):
     jobs.apply(fake_job("resume", tmp_path, "fake-steps-6-1"))
-    wait_for(
-        "a checkpoint at step 2",
-        lambda: (jobs.status("resume").get("checkpoint") or {}).get("latestStep", 0) >= 2,
-        timeout=90,
-    )
+    _wait_for_checkpoint(jobs, "resume", 2)
     ray_head["client"].stop("resume-1")
     restarting = jobs.wait_phase("resume", "Restarting", timeout=30)
     assert restarting["attempts"][0]["reason"] == "RayJobStopped"
@@ -71,6 +67,20 @@ def test_stopped_ray_job_restarts_and_resumes_from_checkpoint(jobs, ray_head, tm
     assert second["resumedFromStep"] >= 2
     assert status["restarts"] == 1
     assert f"resumed from step {second['resumedFromStep']}" in driver_log(ray_head, "resume-2")
+
+
+def _wait_for_checkpoint(jobs, name: str, step: int) -> int:
+    """The latest checkpointed step once it reaches `step`: first the attempt must run (on a
+    loaded machine getting there alone can take a minute), then its steps take seconds."""
+    jobs.wait_phase(name, "Running", timeout=120)
+
+    def latest() -> int:
+        return (jobs.status(name).get("checkpoint") or {}).get("latestStep", 0)
+
+    try:
+        return wait_for(f"a checkpoint at step {step}", lambda: latest() >= step and latest())
+    except AssertionError as err:
+        raise AssertionError(f"{err}; status: {jobs.status(name)}") from None
 
 
 def _stopping_clusters(jobs, name: str) -> tuple[int] | None:
@@ -86,11 +96,7 @@ def test_suspend_waits_for_the_save_then_deletes_the_cluster_and_resumes_from_it
 ):
     # The fake saves the step in flight on SIGTERM, taking 3 s more (a real save's time).
     jobs.apply(fake_job("pause", tmp_path, "fake-graceful-15-1"))
-    before = wait_for(
-        "a checkpoint",
-        lambda: (jobs.status("pause").get("checkpoint") or {}).get("latestStep", 0),
-        timeout=90,
-    )
+    before = _wait_for_checkpoint(jobs, "pause", 1)
     jobs.patch_spec("pause", {"runPolicy": {"suspend": True}})
     assert wait_for("Suspended=Stopping", lambda: _stopping_clusters(jobs, "pause")) == (1,)
     done = wait_for(
