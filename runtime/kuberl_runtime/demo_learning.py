@@ -19,7 +19,6 @@ models, each stage's checkpoints, logs and curves.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -32,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from kuberl_runtime.demo_cli import demo_main
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -269,12 +270,7 @@ def job_with(tree: dict[str, Any], **sections: dict[str, Any]) -> dict[str, Any]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    print(run_demo(args.out_dir, seed=args.seed).report())
-    return 0
+    return demo_main(__doc__, run_demo, argv)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,12 @@ Two `kuberl train` runs of real job files (``examples/demo-tool-sft.yaml`` and
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kuberl_runtime.demo_cli import demo_main
 from kuberl_runtime.demo_learning import EXAMPLES, TOKENIZER_DIR, job, kuberl_train, read_metrics
 
 SFT_JOB = EXAMPLES / "demo-tool-sft.yaml"
@@ -140,12 +140,7 @@ def run_demo(out_dir: str | Path, *, seed: int = 0) -> ToolDemoResult:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    print(run_demo(args.out_dir, seed=args.seed).report())
-    return 0
+    return demo_main(__doc__, run_demo, argv)
 
 
 if __name__ == "__main__":

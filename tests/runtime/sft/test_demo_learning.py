@@ -7,11 +7,10 @@ the random model), with margin under each of torch's CPU kernel sets (numbers be
 
 from __future__ import annotations
 
-import pytest
-
 from kuberl_runtime.demo_learning import run_demo
+from tests.runtime.sft.demo_run import DEMO_MARKS, run_on_seed_0
 
-pytestmark = [pytest.mark.runtime, pytest.mark.long_cpu]
+pytestmark = DEMO_MARKS
 
 # Seeded CPU training is deterministic on one machine, not across kernel sets: AVX2, AVX-512 and
 # the plain kernels round differently and the run amplifies it (issue 31). The thresholds come
@@ -34,10 +33,8 @@ GAIN = 0.15
 
 
 # One thread per training process (demo_learning.DEMO_THREADS), the random model scored beside SFT.
-@pytest.mark.timeout(3600)
 def test_sft_warm_start_then_grpo_learns(tmp_path):
-    result = run_demo(tmp_path / "demo", seed=0)
-    print(result.report())
+    result = run_on_seed_0(run_demo, tmp_path)
     assert result.accuracy_before_sft == 0.0
     assert result.accuracy_after_sft > result.accuracy_before_sft
     assert result.sft_losses[-1] < result.sft_losses[0] / 4

@@ -13,20 +13,17 @@ kernel sets (ATEN_CPU_CAPABILITY) are not measured yet.
 
 from __future__ import annotations
 
-import pytest
-
 from kuberl_runtime.demo_tool import run_demo
+from tests.runtime.sft.demo_run import DEMO_MARKS, run_on_seed_0
 
-pytestmark = [pytest.mark.runtime, pytest.mark.long_cpu]
+pytestmark = DEMO_MARKS
 
 GAIN = 0.3
 """Least rise of validation tool use and of accuracy that the demo must show."""
 
 
-@pytest.mark.timeout(3600)
 def test_sft_then_grpo_teaches_the_model_to_call_the_calculator(tmp_path):
-    result = run_demo(tmp_path / "demo", seed=0)
-    print(result.report())
+    result = run_on_seed_0(run_demo, tmp_path)
     assert result.sft_losses[-1] < result.sft_losses[0] / 4
     assert result.tool_use_after >= result.tool_use_before + GAIN, result.report()
     assert result.accuracy_after >= result.accuracy_before + GAIN, result.report()
