@@ -30,6 +30,17 @@ def reconcile(liveness: Liveness, status: dict[str, Any]) -> JobState:
     return state
 
 
+def heartbeat(
+    liveness: Liveness, status: dict[str, Any], patch: dict[str, Any], seen: JobState | None
+) -> JobState:
+    """The reporter's patch merged into the job's status as the API server does (beside the
+    conditions the previous reconcile, ``seen``, wrote), then a reconcile."""
+    status.update(patch)
+    if seen is not None:
+        status["conditions"] = [c.model_dump(by_alias=True) for c in seen.status.conditions]
+    return reconcile(liveness, status)
+
+
 def condition(state: JobState) -> tuple[str, str, str] | None:
     found = cond.get_condition(state.status, cond.INITIALIZING)
     return None if found is None else (found.status, found.reason, found.message)
@@ -43,8 +54,7 @@ def test_initializing_follows_the_initializer_heartbeat_then_the_trainer():
     status: dict[str, Any] = {"phase": "Running"}
 
     reporter.on_initializing(3 * MIB, 12 * MIB)
-    status.update(sent[-1])
-    state = reconcile(liveness, status)
+    state = heartbeat(liveness, status, sent[-1], None)
     assert condition(state) == (
         "True",
         "CopyingInputs",
@@ -56,9 +66,7 @@ def test_initializing_follows_the_initializer_heartbeat_then_the_trainer():
     ]
 
     reporter.on_initializing(12 * MIB, 12 * MIB)
-    status.update(sent[-1])
-    status["conditions"] = [c.model_dump(by_alias=True) for c in state.status.conditions]
-    state = reconcile(liveness, status)
+    state = heartbeat(liveness, status, sent[-1], state)
     assert condition(state) == (
         "True",
         "CopyingInputs",
@@ -67,9 +75,7 @@ def test_initializing_follows_the_initializer_heartbeat_then_the_trainer():
     assert state.events == []  # the message moved, the status did not
 
     reporter.on_start(start_step=0, total_steps=5)  # the trainer's own first heartbeat
-    status.update(sent[-1])
-    status["conditions"] = [c.model_dump(by_alias=True) for c in state.status.conditions]
-    state = reconcile(liveness, status)
+    state = heartbeat(liveness, status, sent[-1], state)
     assert condition(state) == (
         "False",
         "InputsReady",

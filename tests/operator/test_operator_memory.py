@@ -55,10 +55,16 @@ def _attempt_memory(harness: Harness) -> dict[str, int]:
     }
 
 
-def test_a_deleted_job_whose_head_never_answered_leaves_nothing_behind(
-    manifest: dict[str, Any], config: OperatorConfig
-) -> None:
-    harness = Harness(manifest, config)
+@pytest.fixture
+def running(harness: Harness) -> str:
+    """The harness's job running, its step 1 reported and reconciled: the submission id."""
+    sid = harness.run_until_running()
+    harness.report_progress(1)
+    harness.reconcile()
+    return sid
+
+
+def test_a_deleted_job_whose_head_never_answered_leaves_nothing_behind(harness: Harness) -> None:
     harness.reconcile()
     harness.make_cluster_ready()
     harness.ray.reachable = False  # the dashboard never answers: nothing is submitted
@@ -69,18 +75,12 @@ def test_a_deleted_job_whose_head_never_answered_leaves_nothing_behind(
     assert sum(_attempt_memory(harness).values()) == 0
 
 
-def test_a_finished_job_leaves_no_attempt_memory(
-    manifest: dict[str, Any], config: OperatorConfig
-) -> None:
-    harness = Harness(manifest, config)
-    sid = harness.run_until_running()
-    harness.report_progress(1)
-    harness.reconcile()
+def test_a_finished_job_leaves_no_attempt_memory(harness: Harness, running: str) -> None:
     harness.advance(30)
     harness.report_progress(2)
     harness.reconcile()
     assert _attempt_memory(harness)["heartbeats"] > 0
-    harness.ray.finish(sid, "SUCCEEDED", 0)
+    harness.ray.finish(running, "SUCCEEDED", 0)
     assert harness.reconcile()["phase"] == "Succeeded"
     assert sum(_attempt_memory(harness).values()) == 0
 
@@ -140,14 +140,8 @@ def test_slow_failure_marks_go_after_their_cooldown() -> None:
         gateway.shutdown()
 
 
-def test_a_deleted_job_takes_its_metric_series_with_it(
-    manifest: dict[str, Any], config: OperatorConfig
-) -> None:
-    harness = Harness(manifest, config)
-    sid = harness.run_until_running()
-    harness.report_progress(1)
-    harness.reconcile()
-    harness.ray.finish(sid, "FAILED", 1, logs="Traceback: boom")
+def test_a_deleted_job_takes_its_metric_series_with_it(harness: Harness, running: str) -> None:
+    harness.ray.finish(running, "FAILED", 1, logs="Traceback: boom")
     assert harness.reconcile()["phase"] == "Restarting"
     registry = harness.reconciler.metrics.registry
     labels = {"namespace": NAMESPACE, "name": harness.name}
