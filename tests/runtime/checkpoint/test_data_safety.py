@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
 
 from kuberl_runtime.checkpoint.manager import (
     COMPLETE_FILE,
@@ -25,23 +24,17 @@ from kuberl_runtime.checkpoint.owner import (
     read_owner,
     run_owner,
 )
-from kuberl_runtime.distributed import RankInfo
+from kuberl_runtime.testing.train_state import tiny_actor
 from kuberl_runtime.trainer.state import capture_rng, restore_rng
-
-MAIN = RankInfo(rank=0, world_size=1, local_rank=0)
+from tests.runtime.checkpoint.conftest import MAIN
 
 
 def make_state(seed: int) -> TrainState:
-    torch.manual_seed(seed)
-    model = nn.Linear(4, 3)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
-    model(torch.randn(2, 4)).sum().backward()
-    optimizer.step()
-    return TrainState({"actor": (model, optimizer)}, {"rng": capture_rng()}, {"step": seed})
+    actor = tiny_actor(seed)  # before the RNG's capture: its draws are part of the state
+    return TrainState({"actor": actor}, {"rng": capture_rng()}, {"step": seed})
 
 
-def test_a_step_without_its_completion_mark_is_not_a_checkpoint(tmp_path):
-    manager = CheckpointManager(tmp_path, MAIN)
+def test_a_step_without_its_completion_mark_is_not_a_checkpoint(tmp_path, manager):
     manager.save(1, make_state(1))
     manager.save(2, make_state(2))
     (tmp_path / "global_step_2" / COMPLETE_FILE).unlink()  # e.g. a copy cut short
@@ -69,8 +62,7 @@ def test_loading_never_runs_code_planted_in_a_checkpoint(tmp_path, monkeypatch):
     assert not planted.exists()
 
 
-def test_rng_state_round_trips_through_a_weights_only_checkpoint(tmp_path):
-    manager = CheckpointManager(tmp_path, MAIN)
+def test_rng_state_round_trips_through_a_weights_only_checkpoint(manager):
     torch.manual_seed(7)
     import numpy as np
 
@@ -84,7 +76,7 @@ def test_rng_state_round_trips_through_a_weights_only_checkpoint(tmp_path):
     assert np.array_equal(np.random.rand(3), expected[1])
 
 
-def test_every_file_is_fsynced_before_the_renames_that_publish_it(tmp_path, monkeypatch):
+def test_every_file_is_fsynced_before_the_renames_that_publish_it(tmp_path, monkeypatch, manager):
     events: list[tuple[str, str]] = []
     real_fsync, real_replace = os.fsync, os.replace
 
@@ -98,7 +90,7 @@ def test_every_file_is_fsynced_before_the_renames_that_publish_it(tmp_path, monk
 
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
-    CheckpointManager(tmp_path, MAIN).save(3, make_state(3))
+    manager.save(3, make_state(3))
     monkeypatch.undo()
 
     tmp, final = tmp_path / ".tmp-global_step_3", tmp_path / "global_step_3"

@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
 
 from kuberl_runtime.checkpoint.contents import CheckpointContentsError, Contents
 from kuberl_runtime.checkpoint.manager import TRACKER_FILE, CheckpointManager, TrainState
-from kuberl_runtime.distributed import RankInfo
-
-MAIN = RankInfo(rank=0, world_size=1, local_rank=0)
+from kuberl_runtime.testing.train_state import tiny_actor
+from tests.runtime.checkpoint.conftest import MAIN
 
 
 def make_state(seed: int) -> TrainState:
-    torch.manual_seed(seed)
-    model = nn.Linear(4, 3)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
-    model(torch.randn(2, 4)).sum().backward()
-    optimizer.step()
-    return TrainState({"actor": (model, optimizer)}, {"rng": seed}, {"sampler": {"epoch": seed}})
+    return TrainState({"actor": tiny_actor(seed)}, {"rng": seed}, {"sampler": {"epoch": seed}})
 
 
-def test_save_then_load_restores_model_optimizer_and_extras(tmp_path):
-    manager = CheckpointManager(tmp_path, MAIN)
+def test_save_then_load_restores_model_optimizer_and_extras(tmp_path, manager):
     saved = make_state(1)
     path = manager.save(3, saved)
     assert path == tmp_path / "global_step_3"
@@ -51,8 +43,7 @@ def test_retention_removes_whole_old_steps_never_the_newest(tmp_path):
     assert single.complete_steps() == [5]
 
 
-def test_interrupted_write_is_ignored_and_cleaned_up(tmp_path, monkeypatch):
-    manager = CheckpointManager(tmp_path, MAIN)
+def test_interrupted_write_is_ignored_and_cleaned_up(tmp_path, monkeypatch, manager):
     manager.save(1, make_state(1))
 
     def crash(*_args, **_kwargs):
@@ -69,8 +60,7 @@ def test_interrupted_write_is_ignored_and_cleaned_up(tmp_path, monkeypatch):
     manager.load(manager.step_dir(1), make_state(9))
 
 
-def test_latest_step_falls_back_to_newest_complete_directory(tmp_path):
-    manager = CheckpointManager(tmp_path, MAIN)
+def test_latest_step_falls_back_to_newest_complete_directory(tmp_path, manager):
     assert manager.latest_step() is None
     manager.save(2, make_state(2))
     (tmp_path / TRACKER_FILE).write_text("7\n")  # points at a step that is gone
@@ -106,9 +96,9 @@ def test_save_contents_model_only_writes_no_optimizer_or_extra(tmp_path):
         wants_all.load(path, make_state(3))
 
 
-def test_load_contents_model_is_a_warm_start_without_the_optimizer(tmp_path):
+def test_load_contents_model_is_a_warm_start_without_the_optimizer(tmp_path, manager):
     saved = make_state(1)
-    path = CheckpointManager(tmp_path, MAIN).save(1, saved)
+    path = manager.save(1, saved)
     warm = {"actor": Contents(load=("model",))}
     restored = make_state(2)
     optimizer_before = _exp_avg(restored)

@@ -10,23 +10,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-import torch
 import torch.distributed as dist
-from torch import nn
 
 from kuberl_api.storage import mirror_url
 from kuberl_runtime.checkpoint.manager import TRACKER_FILE, TrainState
 from kuberl_runtime.checkpoint.mirrored import MirroredCheckpointManager
 from kuberl_runtime.distributed import RankInfo
+from kuberl_runtime.testing.train_state import tiny_actor
 
 
 def _state(seed: int) -> TrainState:
-    torch.manual_seed(seed)
-    model = nn.Linear(4, 3)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
-    model(torch.randn(2, 4)).sum().backward()
-    optimizer.step()
-    return TrainState({"actor": (model, optimizer)}, {"seed": seed}, {"epoch": seed})
+    return TrainState({"actor": tiny_actor(seed)}, {"seed": seed}, {"epoch": seed})
 
 
 def _rank(rank: int, store: str, disks: str, mirror: str) -> None:
