@@ -17,11 +17,27 @@ from pathlib import Path
 
 from kuberl_api.plan.sections import PathsPlan
 from kuberl_api.storage import strip_protocol
+from kuberl_runtime.checkpoint.manager import CheckpointManager
 from kuberl_runtime.checkpoint.manifest import MANIFEST_FILE, Manifest, Shard, sha256_of
 from kuberl_runtime.checkpoint.remote import open_filesystem, with_retries
 from kuberl_runtime.distributed import RankInfo
 
 logger = logging.getLogger(__name__)
+
+
+class RunUploads:
+    """What a run waits for before it reports its finish (or stops on SIGTERM): the last
+    checkpoint's upload (``CheckpointManager.finish``; the mirrored manager's overlaps training),
+    then, af_output_dir a URL, rank 0's upload of the merged model and the logs."""
+
+    def __init__(self, checkpoints: CheckpointManager, paths: PathsPlan, ranks: RankInfo) -> None:
+        self.checkpoints = checkpoints
+        self.paths = paths
+        self.ranks = ranks
+
+    def finish(self, step: int) -> None:
+        self.checkpoints.finish()
+        upload_outputs(self.paths, self.ranks, step)
 
 
 def upload_outputs(paths: PathsPlan, ranks: RankInfo, step: int) -> None:

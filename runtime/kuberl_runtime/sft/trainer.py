@@ -25,6 +25,7 @@ from kuberl_runtime.checkpoint.contents import Contents
 from kuberl_runtime.checkpoint.export import export_hf_model, write_hf_metadata
 from kuberl_runtime.checkpoint.manager import TrainState
 from kuberl_runtime.checkpoint.mirrored import checkpoint_manager
+from kuberl_runtime.checkpoint.outputs import RunUploads
 from kuberl_runtime.engine.logprob import forward_responses
 from kuberl_runtime.engine.micro import MicroBatching
 from kuberl_runtime.engine.model_builder import build_causal_lm, model_device
@@ -47,21 +48,22 @@ class SFTTrainer(StepLoop):
     plan: SFTPlan
 
     def __init__(self, components: SFTComponents, reporter: ProgressReporter) -> None:
-        super().__init__(
-            components.plan, components.ranks, components.total_training_steps, reporter
+        plan, ranks = components.plan, components.ranks
+        checkpoint = plan.checkpoint
+        contents = Contents(tuple(checkpoint.save_contents), tuple(checkpoint.load_contents))
+        checkpoints = checkpoint_manager(
+            components.run.checkpoint_dir,
+            ranks,
+            plan.trainer.checkpoint_mirror,
+            plan.trainer.max_ckpt_to_keep or None,
+            {"actor": contents},
         )
+        uploads = RunUploads(checkpoints, plan.paths, ranks)
+        super().__init__(plan, ranks, components.total_training_steps, reporter, uploads)
+        self.checkpoints = checkpoints
         self.c = components
         self.optimizer_offload = OptimizerOffload(
             components.optimizer, enabled=self.plan.fsdp_config.optimizer_offload
-        )
-        checkpoint = self.plan.checkpoint
-        contents = Contents(tuple(checkpoint.save_contents), tuple(checkpoint.load_contents))
-        self.checkpoints = checkpoint_manager(
-            components.run.checkpoint_dir,
-            components.ranks,
-            self.plan.trainer.checkpoint_mirror,
-            self.plan.trainer.max_ckpt_to_keep or None,
-            {"actor": contents},
         )
         data = self.plan.data
         self.batching = MicroBatching(

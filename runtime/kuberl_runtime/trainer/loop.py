@@ -26,6 +26,7 @@ from kuberl_runtime.algorithms import agg_loss, build_kl_controller
 from kuberl_runtime.checkpoint.contents import Contents
 from kuberl_runtime.checkpoint.export import export_hf_model, write_hf_metadata
 from kuberl_runtime.checkpoint.mirrored import checkpoint_manager
+from kuberl_runtime.checkpoint.outputs import RunUploads
 from kuberl_runtime.engine.micro import MicroBatching
 from kuberl_runtime.engine.mrope import MRopeSpec
 from kuberl_runtime.faults import maybe_crash
@@ -62,9 +63,17 @@ class Trainer(StepLoop):
     plan: RunPlan
 
     def __init__(self, components: Components, reporter: ProgressReporter) -> None:
-        super().__init__(
-            components.plan, components.ranks, components.total_training_steps, reporter
+        plan, ranks = components.plan, components.ranks
+        checkpoints = checkpoint_manager(
+            components.run.checkpoint_dir,
+            ranks,
+            plan.trainer.checkpoint_mirror,
+            plan.trainer.max_ckpt_to_keep,  # the plan's 0: keep all
+            checkpoint_contents(plan),
         )
+        uploads = RunUploads(checkpoints, plan.paths, ranks)
+        super().__init__(plan, ranks, components.total_training_steps, reporter, uploads)
+        self.checkpoints = checkpoints
         self.c = components
         self.multi_turn = multi_turn_generator(self.plan, components)
         algo = self.plan.algorithm
@@ -77,13 +86,6 @@ class Trainer(StepLoop):
             )
             if algo.use_kl_in_reward
             else None
-        )
-        self.checkpoints = checkpoint_manager(
-            components.run.checkpoint_dir,
-            components.ranks,
-            self.plan.trainer.checkpoint_mirror,
-            self.plan.trainer.max_ckpt_to_keep,  # the plan's 0: keep all
-            self._contents(),
         )
         self.dynamic = dynamic_sampler(self.plan, components.ranks, components.run.checkpoint_dir)
         self.shards = RowShards(self.plan, components.ranks)
@@ -364,13 +366,6 @@ class Trainer(StepLoop):
         self._saved = (step, path)
         return path
 
-    def _contents(self) -> dict[str, Contents]:
-        actor, critic = self.plan.actor.checkpoint, self.plan.critic.checkpoint
-        return {
-            "actor": Contents(tuple(actor.save_contents), tuple(actor.load_contents)),
-            "critic": Contents(tuple(critic.save_contents), tuple(critic.load_contents)),
-        }
-
     def _resume(self) -> int:
         step_dir = self._checkpoint_to_resume()
         step = 0
@@ -394,3 +389,11 @@ class Trainer(StepLoop):
         """What exports save beside the weights: a VL model's processor (its tokenizer and image
         processor, so `AutoProcessor` loads the export), else the tokenizer."""
         return self.c.train_data.processor or self.c.tokenizer
+
+
+def checkpoint_contents(plan: RunPlan) -> dict[str, Contents]:
+    actor, critic = plan.actor.checkpoint, plan.critic.checkpoint
+    return {
+        "actor": Contents(tuple(actor.save_contents), tuple(actor.load_contents)),
+        "critic": Contents(tuple(critic.save_contents), tuple(critic.load_contents)),
+    }

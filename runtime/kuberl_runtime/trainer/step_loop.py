@@ -4,7 +4,8 @@ The step loop itself (step, log, announce the checkpoint, report progress; expor
 finish at the end), when a `*_freq` is due, stopping with a checkpoint on SIGTERM
 (`trainer/preemption.py`), the checkpoint to resume from (after claiming the output directory,
 `checkpoint/owner.py`), and rank 0's tracker.
-Each trainer brings its own `train_step`, `export` and what it restores from a checkpoint.
+Each trainer brings its own `train_step`, `export`, what it restores from a checkpoint, and the
+uploads the run's end waits for (`checkpoint/outputs.py`'s `RunUploads`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from kuberl_runtime.checkpoint.manager import CheckpointManager
 from kuberl_runtime.checkpoint.manifest import check_copied_step
-from kuberl_runtime.checkpoint.outputs import upload_outputs
+from kuberl_runtime.checkpoint.outputs import RunUploads
 from kuberl_runtime.checkpoint.owner import claim_output_dir, claim_output_url, run_owner
 from kuberl_runtime.reporting.phases import beating
 from kuberl_runtime.tracking import NullProgressReporter, ProgressReporter, Tracker, build_tracker
@@ -36,9 +37,15 @@ class StepLoop:
     checkpoints: CheckpointManager
 
     def __init__(
-        self, plan: RunPlan | SFTPlan, ranks: RankInfo, total_steps: int, reporter: ProgressReporter
+        self,
+        plan: RunPlan | SFTPlan,
+        ranks: RankInfo,
+        total_steps: int,
+        reporter: ProgressReporter,
+        uploads: RunUploads,
     ) -> None:
         self.plan = plan
+        self.uploads = uploads
         self.ranks = ranks
         self.total_steps = total_steps
         # The control plane hears from rank 0 only.
@@ -81,8 +88,7 @@ class StepLoop:
     def _finish_uploads(self) -> None:
         """The last checkpoint's upload, then (af_output_dir a URL) the merged model and logs."""
         with beating(self.reporter, "checkpoint"):
-            self.checkpoints.finish()
-            upload_outputs(self.plan.paths, self.ranks, self.global_step)
+            self.uploads.finish(self.global_step)
 
     def _save_before_stopping(self, step: int) -> None:
         """A checkpoint at `step`, whatever save_freq says (unless the step just wrote one)."""
