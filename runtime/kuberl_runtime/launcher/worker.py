@@ -1,19 +1,21 @@
 """One rank: join the process group, build the components, run the trainer.
 
-`python -m kuberl_runtime.launcher.worker RUN_CONFIG_JSON` (an RL or SFT plan) with RANK,
-WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT in the environment (set by a launcher).
+A launcher calls `run_worker` (or `run_worker_exit_code`) with RANK, WORLD_SIZE, LOCAL_RANK,
+MASTER_ADDR and MASTER_PORT in the environment: the local launcher in a process it forked, the
+Ray launcher in a rank's actor.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
 import warnings
-from pathlib import Path
 
 import torch
 
+from kuberl_api.plan import RunPlan
 from kuberl_api.plan.sft import SFTPlan
 from kuberl_runtime.checkpoint.owner import OutputDirOwned
 from kuberl_runtime.config import RunConfig
@@ -69,12 +71,21 @@ def run_worker(run: RunConfig) -> None:
         shutdown_distributed()
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    return run_worker_exit_code(RunConfig.from_json(Path(args[0]).read_text()))
+def import_rank_modules(plan: RunPlan | SFTPlan) -> None:
+    """Import what `run_worker` imports for this plan, so that ranks forked from this process
+    start with it imported."""
+    if isinstance(plan, SFTPlan):
+        names = _SFT_MODULES
+    else:
+        names = _RL_MODULES + (_VLLM_MODULES if plan.rollout.name == "vllm" else ())
+    for name in ("transformers", *names):
+        importlib.import_module(name)
+
+
+_RL_MODULES = ("kuberl_runtime.trainer.components", "kuberl_runtime.trainer.loop")
+_SFT_MODULES = ("kuberl_runtime.sft.components", "kuberl_runtime.sft.trainer")
+# vLLM is built to be imported before its workers fork (it initializes no accelerator on import).
+_VLLM_MODULES = ("vllm", "vllm.entrypoints.llm")
 
 
 def run_worker_exit_code(run: RunConfig) -> int:
@@ -89,7 +100,3 @@ def run_worker_exit_code(run: RunConfig) -> int:
         logging.getLogger(__name__).warning("%s; exiting %d", stopped, PREEMPTED_EXIT_CODE)
         return PREEMPTED_EXIT_CODE
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
