@@ -22,14 +22,8 @@ import torch
 import yaml
 
 from kuberl_runtime.distributed import free_port
-from tests.runtime.trainer.conftest import (
-    base_config,
-    deterministic,
-    read_metrics,
-    read_weights,
-    run_train,
-    set_key,
-)
+from tests.runtime.conftest import two_rank_config
+from tests.runtime.trainer.conftest import deterministic, read_metrics, read_weights
 
 pytestmark = pytest.mark.runtime
 
@@ -109,17 +103,10 @@ def train_on_ray(config: dict, tmp_path: Path, address: str, env: dict | None = 
     )
 
 
-def two_rank_config(model_dir: Path, out: Path) -> dict:
-    config = base_config(model_dir, out, total_training_steps=2, n_gpus_per_node=2)
-    set_key(config, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", 1)
-    return config
-
-
-def test_ray_ranks_match_local_spawn(ray_address, tiny_model_dir, tmp_path):
-    local_out, ray_out = tmp_path / "local", tmp_path / "ray"
-    local = run_train(two_rank_config(tiny_model_dir, local_out), tmp_path)
-    assert local.returncode == 0, local.stderr[-3000:]
-    on_ray = train_on_ray(two_rank_config(tiny_model_dir, ray_out), tmp_path, ray_address)
+def test_ray_ranks_match_local_spawn(ray_address, shared_model_dir, two_rank_run, tmp_path):
+    # The local side: the session's shared run of the same config (tests/runtime/conftest.py).
+    local_out, ray_out = two_rank_run.out, tmp_path / "ray"
+    on_ray = train_on_ray(two_rank_config(shared_model_dir, ray_out), tmp_path, ray_address)
     assert on_ray.returncode == 0, on_ray.stderr[-5000:]
     assert "ray launcher: 2 ranks on 1 node(s)" in on_ray.stderr
 
