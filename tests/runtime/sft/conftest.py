@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.runtime.trainer.conftest import TOKENIZER_DIR
+from tests.runtime.trainer.conftest import TOKENIZER_DIR, run_train, set_key
 
 
 @pytest.fixture(scope="session")
@@ -57,3 +57,22 @@ def sft_config(model_dir: Path, data_dir: Path, out_dir: Path, **trainer: Any) -
             **trainer,
         },
     }
+
+
+def two_rank_sft_config(model_dir: Path, data_dir: Path, out_dir: Path) -> dict[str, Any]:
+    """Two ranks, 6 steps, the validation loss at steps 3 and 6, a checkpoint every 2 steps (the
+    2 newest kept)."""
+    config = sft_config(model_dir, data_dir, out_dir, n_gpus_per_node=2, save_freq=2, test_freq=3)
+    set_key(config, "trainer.max_ckpt_to_keep", 2)
+    return config
+
+
+@pytest.fixture(scope="session")
+def two_rank_sft_run(sft_model_dir, sft_data_dir, tmp_path_factory) -> tuple[Path, str]:
+    """One uninterrupted `two_rank_sft_config` run (its output directory and log), read by
+    test_sft_train (two ranks like one; the resume's reference) and test_sft_sp (the dp 2 side):
+    tests never write into it."""
+    tmp = tmp_path_factory.mktemp("sft-two-ranks")
+    result = run_train(two_rank_sft_config(sft_model_dir, sft_data_dir, tmp / "out"), tmp)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return tmp / "out", result.stderr

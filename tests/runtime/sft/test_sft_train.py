@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 import signal
-from pathlib import Path
 
 import pytest
 import torch
 
-from tests.runtime.sft.conftest import sft_config
+from tests.runtime.sft.conftest import sft_config, two_rank_sft_config
 from tests.runtime.trainer.conftest import (
     deterministic,
     read_metrics,
     read_weights,
     run_train,
-    set_key,
 )
 
 pytestmark = pytest.mark.runtime
@@ -57,39 +55,23 @@ def test_loss_counts_only_assistant_tokens(sft_model_dir, tmp_path):
     assert "assistant" not in trained and "2+3?" not in tokenizer.decode(short.prompt_ids[-3:])
 
 
-def two_rank_config(model_dir: Path, data_dir: Path, out: Path) -> dict:
-    """Two ranks, 6 steps, a checkpoint every 2 steps (the 2 newest kept)."""
-    config = sft_config(model_dir, data_dir, out, save_freq=2, n_gpus_per_node=2)
-    set_key(config, "trainer.max_ckpt_to_keep", 2)
-    return config
-
-
-@pytest.fixture(scope="module")
-def two_ranks(sft_model_dir, sft_data_dir, tmp_path_factory) -> Path:
-    """One uninterrupted 2-rank run, read (never written) by the tests below."""
-    tmp = tmp_path_factory.mktemp("sft-two-ranks")
-    result = run_train(two_rank_config(sft_model_dir, sft_data_dir, tmp / "out"), tmp)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return tmp / "out"
-
-
-def test_two_ranks_train_like_one(sft_model_dir, sft_data_dir, two_ranks, tmp_path):
+def test_two_ranks_train_like_one(sft_model_dir, sft_data_dir, two_rank_sft_run, tmp_path):
     """The loss is the global token mean: splitting the batch over ranks does not change it."""
     one = tmp_path / "one"
     assert run_train(sft_config(sft_model_dir, sft_data_dir, one), tmp_path).returncode == 0
-    a, b = read_metrics(one), read_metrics(two_ranks)
+    a, b = read_metrics(one), read_metrics(two_rank_sft_run[0])
     assert sorted(a) == sorted(b) == list(range(1, 7))
     for step in a:
         assert b[step]["train/loss"] == pytest.approx(a[step]["train/loss"], rel=1e-5)
 
 
 def test_sigkill_mid_step_then_resume_is_bitwise_identical(
-    sft_model_dir, sft_data_dir, two_ranks, tmp_path
+    sft_model_dir, sft_data_dir, two_rank_sft_run, tmp_path
 ):
     def config(out):
-        return two_rank_config(sft_model_dir, sft_data_dir, out)
+        return two_rank_sft_config(sft_model_dir, sft_data_dir, out)
 
-    straight = two_ranks
+    straight, _ = two_rank_sft_run
     out = tmp_path / "out"
     crash = {"KUBERL_FAULT_POINT": "step_middle", "KUBERL_FAULT_STEP": "4"}
     killed = run_train(config(out), tmp_path, env=crash)
