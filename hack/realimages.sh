@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Build the images the real node runs, with no registry: a Debian bookworm base made by
 # mmdebstrap, the pause image, and images/operator + images/runtime-cpu built FROM that base by
-# podman. Each result is a docker-archive tarball in the cache, keyed by its inputs, so an
-# unchanged image is never rebuilt:
+# podman. Each result is an OCI image layout (a directory, uncompressed layers) in the cache,
+# keyed by its inputs, so an unchanged image is never rebuilt:
 #
-#   bash hack/realimages.sh                       # all of them; prints NAME=TARBALL lines
+#   bash hack/realimages.sh                       # all of them; prints NAME=LAYOUT lines
 #   bash hack/realimages.sh pause operator        # only these (the base when one needs it)
 #
 # Importing into a node's containerd is hack/realnode (the node fixture). Needs root, podman,
@@ -42,23 +42,33 @@ source_files() {
     ! -path '*/__pycache__/*' ! -name '*.pyc' ! -path '*.egg-info*' | LC_ALL=C sort)
 }
 
-# Save IMAGE from podman's store to TARBALL atomically. Older tarballs of NAME go first: two
-# 6 GB runtime tarballs side by side once filled the disk; a failed save leaves no partial file.
+# Save IMAGE from podman's store as an OCI image layout with uncompressed layers, the directory
+# LAYOUT (NAME-KEY.oci). podman saves into NAME's previous layout, renamed, and writes only the
+# layers it lacks: a source change adds runtime-cpu's top megabytes, not 8 GB again. Blobs the new
+# index no longer reaches go afterwards (hack/realnode/delta.py), and so do NAME's docker-archives
+# (one 8 GB tarball plus a layout would fill the disk); a failed save leaves no LAYOUT.
 save() {
-  local image="$1" name="$2" tarball="$3"
-  find "${IMAGES}" -maxdepth 1 -name "${name}-*.tar*" ! -path "${tarball}" -delete
-  if ! pod save --format docker-archive -o "${tarball}.tmp" "${image}"; then
-    rm -f "${tarball}.tmp"
+  local image="$1" name="$2" layout="$3" previous
+  find "${IMAGES}" -maxdepth 1 -name "${name}-*.tar*" -delete
+  previous="$(find "${IMAGES}" -maxdepth 1 -name "${name}-*.oci*" | LC_ALL=C sort | tail -n 1)"
+  if [[ -n "${previous}" && "${previous}" != "${layout}.tmp" ]]; then
+    mv -T "${previous}" "${layout}.tmp"
+  fi
+  find "${IMAGES}" -maxdepth 1 -name "${name}-*.oci*" ! -path "${layout}.tmp" -exec rm -rf {} +
+  rm -f "${layout}.tmp/index.json" # one image per layout: podman adds to an index it finds
+  if ! pod save --uncompressed --format oci-dir -o "${layout}.tmp" "${image}" >&2; then
+    rm -rf "${layout}.tmp"
     return 1
   fi
-  mv "${tarball}.tmp" "${tarball}"
+  python3 "${ROOT}/hack/realnode/delta.py" prune "${layout}.tmp"
+  mv -T "${layout}.tmp" "${layout}"
 }
 
 build_pause() {
   local key tarball
   key="$(key_of "${ROOT}/hack/realnode/pause.c")"
-  tarball="${IMAGES}/pause-${key}.tar"
-  if [[ ! -f "${tarball}" ]]; then
+  tarball="${IMAGES}/pause-${key}.oci"
+  if [[ ! -d "${tarball}" ]]; then
     local ctx="${IMAGES}/podman/tmp/pause-ctx"
     rm -rf "${ctx}" && mkdir -p "${ctx}"
     gcc -static -O2 -o "${ctx}/pause" "${ROOT}/hack/realnode/pause.c"
@@ -107,8 +117,8 @@ build_image() {
   mapfile -t files < <(source_files | sed "s|^|${ROOT}/|"; extra_inputs "${name}")
   key="$(key_of "${base}" "${dockerfile}" "${dockerfile}.dockerignore" \
     "${ROOT}/images/versions.env" "${files[@]}")"
-  tarball="${IMAGES}/${name}-${key}.tar"
-  if [[ ! -f "${tarball}" ]]; then
+  tarball="${IMAGES}/${name}-${key}.oci"
+  if [[ ! -d "${tarball}" ]]; then
     local -a args=()
     local line
     while IFS= read -r line; do

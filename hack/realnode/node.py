@@ -34,7 +34,7 @@ from testcluster.binaries import cache_root, read_versions
 from testcluster.processes import is_running, start_process, stop_process
 from testcluster.state import ProcessRecord
 
-from realnode import config, host, netns
+from realnode import config, delta, host, netns
 
 log = logging.getLogger("realnode")
 
@@ -340,12 +340,18 @@ def _refuse_if_store_in_use(store: Path) -> None:
 
 
 def _import_image(node: RealNode, name: str, tarball: Path) -> None:
-    """Import a tarball unless the store already holds it (tarball names carry their key)."""
+    """Import an image (a docker-archive, or hack/realimages.sh's OCI layout directory) unless
+    the store already holds it (their names carry their key)."""
     started = time.monotonic()
     record = Path(node.store) / "kuberl-imported.json"
     imported = json.loads(record.read_text()) if record.exists() else {}
     if imported.get(name) != tarball.name:
-        ctr(node, "images", "import", "--snapshotter", "overlayfs", str(tarball))
+        if tarball.is_dir():  # an OCI layout: only the blobs the store lacks (delta.py)
+            delta.import_missing(
+                ["ctr", "--address", node.socket, "--namespace", "k8s.io"], tarball
+            )
+        else:
+            ctr(node, "images", "import", "--snapshotter", "overlayfs", str(tarball))
         record.write_text(json.dumps({**imported, name: tarball.name}, indent=2))
         log.info("imported %s (%s) in %.1fs", name, tarball.name, time.monotonic() - started)
     node.images[name] = str(tarball)

@@ -170,6 +170,27 @@ def test_runtime_images_put_kuberl_on_path() -> None:
         assert '"/src[runtime,trackers]"' in runs, name  # trainer.logger's trackers too
 
 
+def test_runtime_cpu_installs_kuberls_requirements_before_its_sources() -> None:
+    """A source change rebuilds, saves and imports only kuberl itself (megabytes): the
+    requirements (dependencies, runtime and trackers extras) are read from pyproject.toml alone
+    and installed in a layer before any source is copied."""
+    steps = instructions(IMAGES / "runtime-cpu.Dockerfile")
+    [deps] = [i for i, (name, rest) in enumerate(steps) if name == "RUN" and "kuberl-deps" in rest]
+    sources = [i for i, (name, rest) in enumerate(steps) if name == "COPY" and "/src" in rest]
+    assert steps[deps - 1] == ("COPY", "pyproject.toml /tmp/kuberl-deps/")
+    assert sources and deps < min(sources)
+    [python, flag, code, *_] = shlex.split(steps[deps][1])
+    assert (python, flag) == ("/opt/kuberl/bin/python", "-c")
+    code = code.replace("/tmp/kuberl-deps/pyproject.toml", str(ROOT / "pyproject.toml"))
+    listed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    project = PYPROJECT["project"]
+    extras = project["optional-dependencies"]
+    wanted = project["dependencies"] + extras["runtime"] + extras["trackers"]
+    assert [line for line in listed if line] == wanted
+
+
 def test_npu_image_carries_the_ascend_environment() -> None:
     env = env_of(IMAGES / "runtime-npu.Dockerfile")
     assert env["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"] == "1"
