@@ -70,6 +70,11 @@ def operator(kubeconfig: str, namespace: str, work: Path) -> Iterator[dict[str, 
         sys.executable, "-m", "kuberl_operator", "-n", namespace, "--poll-interval", "1",
         "--backoff-base", "1", "--backoff-max", "4", "--ray-token-key-file", str(key),
         "--allow-host-network",  # the real node has no pod CNI: its jobs run hostNetwork
+        # The Ray pods' termination grace period (300 s by default). After the pod-loss test's
+        # forced delete, KubeRay recreates attempt 1's worker; when the operator deletes that
+        # RayCluster, the new worker's `ray start` (PID 1, its head gone) ignores SIGTERM and
+        # holds the node's CPUs for the whole grace period: attempt 2's worker stays Pending.
+        "--stop-grace-seconds", "20",
         "--dashboard-grace-seconds", "300", "--metrics-host", "127.0.0.1",
         "--metrics-port", str(metrics), "--liveness", f"http://127.0.0.1:{liveness}/healthz",
     ]  # fmt: skip
