@@ -5,8 +5,8 @@ loaded, bit for bit; rank 1 is given a directory with the config alone (no weigh
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from kuberl_runtime.engine.model_builder import ModelSpec
 from kuberl_runtime.reward_model import RewardModelScorer, build_sharded_reward_model
 from kuberl_runtime.testing.tiny import save_tiny_model
 from kuberl_runtime.trainer.batch import Batch
+from support.warm_python import BASE_ENV, warm_python
 
 TOKENIZER_DIR = Path(__file__).resolve().parents[2] / "examples" / "tokenizer" / "arith-tokenizer"
 TEXTS = ["1+2=3", "7*6=42", "9-4=5 and more", "0"]
@@ -57,11 +58,9 @@ def _run(world: int, tmp: Path, model: Path) -> list[dict]:
     shutil.copy(model / "config.json", config_only / "config.json")
     paths = (model, config_only)
     procs = [
-        subprocess.Popen(
-            [sys.executable, __file__, str(rank), str(world), str(store), str(paths[rank > 0])],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        warm_python().start(
+            [__file__, str(rank), str(world), str(store), str(paths[rank > 0])],
+            {**os.environ, **BASE_ENV},
         )
         for rank in range(world)
     ]

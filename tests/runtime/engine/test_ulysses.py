@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +35,7 @@ from kuberl_runtime.engine.model_builder import ModelSpec, build_causal_lm, buil
 from kuberl_runtime.engine.ulysses import NO_SP, build_ulysses_group, use_ulysses_attention
 from kuberl_runtime.trainer.batch import Batch
 from support.sp_oracle import assert_close, capture_grads, mean_over_ranks, on_rank0
+from support.warm_python import BASE_ENV, warm_python
 
 if __package__:
     from tests.runtime.engine.conftest import TOKENIZER_DIR, fixed_batch
@@ -198,27 +198,10 @@ def _rank(rank: int, world: int, sp_size: int, store: str, model_dir: str) -> No
 @pytest.mark.parametrize(("world", "sp"), [(2, 2), (4, 2), (4, 4)])
 def test_sequence_parallel_equals_one_rank(world, sp, tiny_model_path: Path, tmp_path):
     store = tmp_path / "store"
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "PYTHONPATH": str(TESTS),  # support/, as pytest's pythonpath
-    }
+    env = {**os.environ, **BASE_ENV, "PYTHONPATH": str(TESTS)}  # support/, as pytest's pythonpath
+    args = [str(world), str(sp), str(store), str(tiny_model_path)]
     ranks = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                __file__,
-                str(rank),
-                str(world),
-                str(sp),
-                str(store),
-                str(tiny_model_path),
-            ],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        warm_python().start([__file__, str(rank), *args], env, merge_stderr=True)
         for rank in range(world)
     ]
     outputs = [process.communicate(timeout=300)[0] for process in ranks]

@@ -6,7 +6,7 @@ stand-in for the varlen kernel: per-sequence causal SDPA, split where positions 
 from __future__ import annotations
 
 import itertools
-import subprocess
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from transformers import AttentionInterface, Qwen2Config, Qwen2ForCausalLM
 
 from kuberl_runtime.engine import varlen
 from kuberl_runtime.engine.ulysses import ULYSSES_ATTENTION, use_ulysses_attention
+from support.warm_python import BASE_ENV, warm_python
 
 SEGMENTS = "test_segment_sdpa"
 
@@ -59,12 +60,7 @@ def _rank(rank: int, store_path: str) -> None:
 def test_packed_kernel_and_dense_mask_agree_with_per_sequence_attention(tmp_path: Path):
     store = tmp_path / "store"
     procs = [
-        subprocess.Popen(
-            [sys.executable, __file__, str(rank), str(store)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        warm_python().start([__file__, str(rank), str(store)], {**os.environ, **BASE_ENV}, True)
         for rank in (0, 1)
     ]
     outputs = [proc.communicate(timeout=180)[0] for proc in procs]

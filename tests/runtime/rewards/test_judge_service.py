@@ -7,7 +7,7 @@ results; bad requests get an OpenAI-style error naming the problem."""
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import sys
 import urllib.error
 import urllib.request
@@ -22,6 +22,7 @@ import torch.distributed as dist
 from kuberl_runtime.rewards.function import RewardFunction, load_custom_reward_function
 from kuberl_runtime.rewards.judge import JudgedFunction, JudgeService
 from kuberl_runtime.rewards.judge_http import ChatRequest
+from support.warm_python import BASE_ENV, warm_python
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -160,14 +161,9 @@ def _rank(rank: int, store: str) -> None:
 
 @pytest.mark.skipif(dist.is_initialized(), reason="spawns its own ranks")
 def test_two_ranks_judge_half_each_and_return_every_result(tmp_path):
+    env = {**os.environ, **BASE_ENV}
     procs = [
-        subprocess.Popen(
-            [sys.executable, __file__, str(rank), str(tmp_path / "store")],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for rank in (0, 1)
+        warm_python().start([__file__, str(rank), str(tmp_path / "store")], env) for rank in (0, 1)
     ]
     outputs = [proc.communicate(timeout=120) for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], [err[-2000:] for _, err in outputs]

@@ -6,7 +6,7 @@ Two gloo processes, each rank 0 of its own node (LOCAL_RANK 0), a file:// mirror
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +17,7 @@ from kuberl_runtime.checkpoint.manager import TRACKER_FILE, TrainState
 from kuberl_runtime.checkpoint.mirrored import MirroredCheckpointManager
 from kuberl_runtime.distributed import RankInfo
 from kuberl_runtime.testing.train_state import tiny_actor
+from support.warm_python import BASE_ENV, warm_python
 
 
 def _state(seed: int) -> TrainState:
@@ -48,11 +49,9 @@ def _rank(rank: int, store: str, disks: str, mirror: str) -> None:
 def test_nodes_with_their_own_disks_mirror_and_resume_every_rank(tmp_path):
     mirror = mirror_url(str(tmp_path / "store"))
     procs = [
-        subprocess.Popen(
-            [sys.executable, __file__, str(rank), str(tmp_path / "pg"), str(tmp_path), mirror],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        warm_python().start(
+            [__file__, str(rank), str(tmp_path / "pg"), str(tmp_path), mirror],
+            {**os.environ, **BASE_ENV},
         )
         for rank in range(2)
     ]

@@ -1,16 +1,17 @@
-"""Run `kuberl train` on tiny configs in a subprocess and read back what it wrote."""
+"""Run `kuberl train` on tiny configs in a process of its own and read back what it wrote."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from support.warm_python import BASE_ENV, warm_python
 
 REPO = Path(__file__).resolve().parents[3]
 TOKENIZER_DIR = REPO / "examples" / "tokenizer" / "arith-tokenizer"
@@ -85,16 +86,11 @@ def set_key(config: dict[str, Any], dotted: str, value: Any) -> None:
 def run_train(
     config: dict[str, Any], tmp_path: Path, env: dict[str, str] | None = None, timeout: int = 300
 ) -> subprocess.CompletedProcess:
+    """`python -m kuberl_cli.main train CONFIG`, forked from a warm interpreter (warm_python.py)."""
     path = tmp_path / f"config-{len(list(tmp_path.glob('config-*.yaml')))}.yaml"
     path.write_text(yaml.safe_dump(config))
-    return subprocess.run(
-        [sys.executable, "-m", "kuberl_cli.main", "train", str(path)],
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    argv = ["-m", "kuberl_cli.main", "train", str(path)]
+    return warm_python().run(argv, {**os.environ, **BASE_ENV, **(env or {})}, timeout)
 
 
 def read_metrics(out_dir: Path) -> dict[int, dict[str, float]]:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ import yaml
 
 from kuberl_runtime.checkpoint import CheckpointManager
 from kuberl_runtime.distributed import RankInfo
+from support.warm_python import BASE_ENV, WarmProcess, warm_python
 from tests.runtime.trainer.conftest import assert_same_training, base_config, run_train
 
 pytestmark = pytest.mark.runtime
@@ -32,19 +31,14 @@ def logged_steps(out: Path) -> list[int]:
     return [json.loads(line)["step"] for line in path.read_text().splitlines() if line.strip()]
 
 
-def start_train(config: dict[str, Any], tmp_path: Path, env: dict[str, str]) -> subprocess.Popen:
+def start_train(config: dict[str, Any], tmp_path: Path, env: dict[str, str]) -> WarmProcess:
     path = tmp_path / "config-preempted.yaml"
     path.write_text(yaml.safe_dump(config))
-    return subprocess.Popen(
-        [sys.executable, "-m", "kuberl_cli.main", "train", str(path)],
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    argv = ["-m", "kuberl_cli.main", "train", str(path)]
+    return warm_python().start(argv, {**os.environ, **BASE_ENV, **env})
 
 
-def signal_after_first_step(proc: subprocess.Popen, out: Path) -> int:
+def signal_after_first_step(proc: WarmProcess, out: Path) -> int:
     """SIGTERM once step 1 is logged; returns the last step logged before the signal."""
     deadline = time.monotonic() + 300
     while not logged_steps(out):

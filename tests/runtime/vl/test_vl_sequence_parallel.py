@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -43,6 +42,7 @@ from kuberl_runtime.testing.tiny_vl import VISION_TOKENS, build_tiny_vl_processo
 from kuberl_runtime.trainer.batch import Batch
 from kuberl_runtime.trainer.generation import prompt_batch
 from support.sp_oracle import assert_close, capture_grads, mean_over_ranks, on_rank0
+from support.warm_python import BASE_ENV, warm_python
 
 pytestmark = pytest.mark.runtime
 
@@ -177,21 +177,10 @@ def test_vl_sequence_parallel_equals_one_rank(tmp_path):
 
     model_dir = save_tiny_vl(tmp_path / "tiny-vl")
     parquet = write_rows(tmp_path / "dots.parquet")
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "HF_HUB_OFFLINE": "1",
-        "PYTHONPATH": str(REPO / "tests"),  # support/, as pytest's pythonpath
-    }
+    env = {**os.environ, **BASE_ENV, "PYTHONPATH": str(REPO / "tests")}  # support/, as pytest's
     args = [str(tmp_path / "store"), str(model_dir), str(parquet)]
     ranks = [
-        subprocess.Popen(
-            [sys.executable, __file__, str(rank), *args],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        warm_python().start([__file__, str(rank), *args], env, merge_stderr=True)
         for rank in range(SP)
     ]
     outputs = [process.communicate(timeout=300)[0] for process in ranks]

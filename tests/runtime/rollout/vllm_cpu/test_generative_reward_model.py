@@ -8,7 +8,6 @@ rank's half), and the run's scores are the parsed judge outputs."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -18,7 +17,7 @@ import yaml
 from transformers import AutoTokenizer
 
 from kuberl_runtime.testing.tiny import save_tiny_model
-from support.vllm_cpu import THREAD_ENV, vllm_cpu_python
+from support.vllm_cpu import train_on_vllm_cpu
 from tests.runtime.trainer.conftest import TOKENIZER_DIR, base_config, read_metrics, set_key
 
 pytestmark = pytest.mark.runtime
@@ -64,12 +63,7 @@ def _judged_run(
         set_key(config, "actor_rollout_ref.rollout.dtype", "float32")
     path = tmp / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    env = {**os.environ, **THREAD_ENV, "HF_HUB_OFFLINE": "1"}
-    env.pop("PYTHONPATH", None)  # .venv's paths must not leak into the other environment
-    result = subprocess.run(
-        [str(vllm_cpu_python()), "-m", "kuberl_cli.main", "train", str(path)],
-        env=env, capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
+    result = train_on_vllm_cpu(path)
     assert result.returncode == 0, result.stderr[-6000:]
     return result, out, log
 

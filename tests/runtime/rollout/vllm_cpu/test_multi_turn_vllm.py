@@ -5,15 +5,12 @@ rollout correction compares vLLM's log-probs of the policy's tokens with the tra
 
 from __future__ import annotations
 
-import os
-import subprocess
-
 import pytest
 import yaml
 from transformers import AutoTokenizer
 
 from kuberl_runtime.testing.tiny import save_tiny_model
-from support.vllm_cpu import THREAD_ENV, vllm_cpu_python
+from support.vllm_cpu import train_on_vllm_cpu
 from tests.runtime.trainer.conftest import TOKENIZER_DIR, base_config, read_metrics, set_key
 from tests.runtime.trainer.test_multi_turn_train import TOOL_CONFIG, data_rows, teach
 
@@ -45,12 +42,7 @@ def test_multi_turn_grpo_with_a_calculator_on_the_real_vllm_engine(tmp_path):
     set_key(config, "algorithm.rollout_correction.rollout_is", "token")
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    env = {**os.environ, **THREAD_ENV, "HF_HUB_OFFLINE": "1"}
-    env.pop("PYTHONPATH", None)  # .venv's paths must not leak into the other environment
-    result = subprocess.run(
-        [str(vllm_cpu_python()), "-m", "kuberl_cli.main", "train", str(path)],
-        env=env, capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
+    result = train_on_vllm_cpu(path)
     assert result.returncode == 0, result.stderr[-6000:]
     metrics = read_metrics(out)
     assert sorted(metrics) == [1, 2]

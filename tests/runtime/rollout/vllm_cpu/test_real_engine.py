@@ -12,8 +12,6 @@ sharded over both ranks) against the 1-rank run.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from kuberl_runtime.rollout.sampling import filter_logits
 from kuberl_runtime.testing.tiny import save_tiny_model
-from support.vllm_cpu import REPO, THREAD_ENV, run_engine_script, vllm_cpu_python
+from support.vllm_cpu import REPO, run_engine_script, vllm_cpu_env, warm_vllm_cpu
 
 pytestmark = pytest.mark.runtime
 
@@ -36,12 +34,6 @@ FP32_LOGPROB_TOL = 1e-5
 # bf16 engine vs a bf16 HF forward of the same weights: measured <= 8e-3 (different kernels and
 # accumulation order); weights one sync stale are ~0.6 away.
 BF16_LOGPROB_TOL = 3e-2
-PIPES: dict[str, Any] = {
-    "stdout": subprocess.PIPE,
-    "stderr": subprocess.PIPE,
-    "text": True,
-    "cwd": REPO,
-}
 PROMPTS = ["12+7=", "3*4=", "(8-5)*2="]
 
 
@@ -163,12 +155,10 @@ def test_bf16_engine_after_a_sync_matches_a_bf16_forward_of_the_new_weights(engi
 def tp2_ranks(engine_run) -> list[dict[str, Any]]:
     """engine_checks.py on 2 gloo ranks (the launcher's env) with tensor_model_parallel_size 2."""
     workdir, _ = engine_run
-    env = {**os.environ, **THREAD_ENV, "MASTER_ADDR": "127.0.0.1", "WORLD_SIZE": "2"}
-    env["MASTER_PORT"] = str(free_port())
-    env.pop("PYTHONPATH", None)  # .venv's paths must not leak into the other environment
-    command = [str(vllm_cpu_python()), str(SCRIPT), str(workdir), "2"]
+    env = vllm_cpu_env(MASTER_ADDR="127.0.0.1", WORLD_SIZE="2", MASTER_PORT=str(free_port()))
+    command = [str(SCRIPT), str(workdir), "2"]
     ranks = [
-        subprocess.Popen(command, env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}, **PIPES)
+        warm_vllm_cpu().start(command, {**env, "RANK": str(r), "LOCAL_RANK": str(r)}, cwd=REPO)
         for r in range(2)
     ]
     try:
