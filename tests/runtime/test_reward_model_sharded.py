@@ -5,7 +5,6 @@ loaded, bit for bit; rank 1 is given a directory with the config alone (no weigh
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from kuberl_runtime.engine.model_builder import ModelSpec
 from kuberl_runtime.reward_model import RewardModelScorer, build_sharded_reward_model
 from kuberl_runtime.testing.tiny import save_tiny_model
 from kuberl_runtime.trainer.batch import Batch
-from support.warm_python import BASE_ENV, warm_python
+from support.warm_python import script_env, warm_python
 
 TOKENIZER_DIR = Path(__file__).resolve().parents[2] / "examples" / "tokenizer" / "arith-tokenizer"
 TEXTS = ["1+2=3", "7*6=42", "9-4=5 and more", "0"]
@@ -60,7 +59,7 @@ def _run(world: int, tmp: Path, model: Path) -> list[dict]:
     procs = [
         warm_python().start(
             [__file__, str(rank), str(world), str(store), str(paths[rank > 0])],
-            {**os.environ, **BASE_ENV},
+            script_env(),
         )
         for rank in range(world)
     ]

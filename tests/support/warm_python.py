@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 BASE_ENV = {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+TESTS = Path(__file__).resolve().parents[1]
 IMPORT_TIME_ENV = ("HF_HUB_OFFLINE", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONHASHSEED")
 IMPORT_TIME_PREFIXES = ("TORCH_", "PYTORCH_", "TRANSFORMERS_", "HF_", "CUDA_", "VLLM_")
 PRELOAD = (
@@ -194,6 +195,12 @@ class WarmPython:
                     f"Python server imported them with {self.env.get(name)!r}: start this "
                     "command with subprocess instead"
                 )
+
+
+def script_env(**extra: str) -> dict[str, str]:
+    """The environment of a test file run as a rank script: `support` importable (tests/ on
+    PYTHONPATH, as pytest's pythonpath makes it for the test itself)."""
+    return {**os.environ, **BASE_ENV, "PYTHONPATH": str(TESTS), **extra}
 
 
 _servers: dict[str, WarmPython] = {}

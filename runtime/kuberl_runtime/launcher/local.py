@@ -23,6 +23,7 @@ import datetime
 import logging
 import os
 import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
+from kuberl_api.accelerators import KINDS
 from kuberl_runtime.config import RunConfig
 
 logger = logging.getLogger(__name__)
@@ -60,6 +62,8 @@ def launch_local(run: RunConfig) -> int:
     import_rank_modules(run.plan)
     _refuse_initialized_accelerator()
     ranks, port_writers, launcher = [], [], os.getpid()
+    for stream in (sys.stdout, sys.stderr):  # else each rank would write this buffer again
+        stream.flush()
     for rank in range(world):
         port_reader, port_writer = os.pipe()
         pid = os.fork()
@@ -79,9 +83,9 @@ def launch_local(run: RunConfig) -> int:
 
 def _refuse_initialized_accelerator() -> None:
     """A forked rank cannot use an accelerator runtime its parent initialized."""
-    for name in ("cuda", "npu", "xpu"):
-        backend = getattr(torch, name, None)
-        if backend is not None and backend.is_initialized():
+    for name in KINDS:
+        backend = getattr(torch, name, None)  # torch.npu: only once torch_npu is imported
+        if name != "cpu" and backend is not None and backend.is_initialized():
             raise LaunchError(
                 f"torch.{name} was initialized before the ranks were forked; a launcher must "
                 "not touch the accelerator (a bug in kuberl: please report it)"

@@ -13,7 +13,6 @@ The tiny model has 4 query heads and 2 KV heads: SP 4 replicates the KV heads (v
 from __future__ import annotations
 
 import datetime
-import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -35,7 +34,7 @@ from kuberl_runtime.engine.model_builder import ModelSpec, build_causal_lm, buil
 from kuberl_runtime.engine.ulysses import NO_SP, build_ulysses_group, use_ulysses_attention
 from kuberl_runtime.trainer.batch import Batch
 from support.sp_oracle import assert_close, capture_grads, mean_over_ranks, on_rank0
-from support.warm_python import BASE_ENV, warm_python
+from support.warm_python import script_env, warm_python
 
 if __package__:
     from tests.runtime.engine.conftest import TOKENIZER_DIR, fixed_batch
@@ -45,7 +44,6 @@ else:  # a rank started by the test below runs this file as a script, beside con
 pytestmark = pytest.mark.runtime
 
 CPU = Device("cpu")
-TESTS = Path(__file__).resolve().parents[2]
 ROWS = 8
 MICRO = {  # one packed case with token budgets, one padded with fixed micro-batches
     True: {"use_dynamic_bsz": True, "ppo_max_token_len_per_gpu": 40},
@@ -198,7 +196,7 @@ def _rank(rank: int, world: int, sp_size: int, store: str, model_dir: str) -> No
 @pytest.mark.parametrize(("world", "sp"), [(2, 2), (4, 2), (4, 4)])
 def test_sequence_parallel_equals_one_rank(world, sp, tiny_model_path: Path, tmp_path):
     store = tmp_path / "store"
-    env = {**os.environ, **BASE_ENV, "PYTHONPATH": str(TESTS)}  # support/, as pytest's pythonpath
+    env = script_env()
     args = [str(world), str(sp), str(store), str(tiny_model_path)]
     ranks = [
         warm_python().start([__file__, str(rank), *args], env, merge_stderr=True)

@@ -6,7 +6,6 @@ stand-in for the varlen kernel: per-sequence causal SDPA, split where positions 
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from transformers import AttentionInterface, Qwen2Config, Qwen2ForCausalLM
 
 from kuberl_runtime.engine import varlen
 from kuberl_runtime.engine.ulysses import ULYSSES_ATTENTION, use_ulysses_attention
-from support.warm_python import BASE_ENV, warm_python
+from support.warm_python import script_env, warm_python
 
 SEGMENTS = "test_segment_sdpa"
 
@@ -60,7 +59,7 @@ def _rank(rank: int, store_path: str) -> None:
 def test_packed_kernel_and_dense_mask_agree_with_per_sequence_attention(tmp_path: Path):
     store = tmp_path / "store"
     procs = [
-        warm_python().start([__file__, str(rank), str(store)], {**os.environ, **BASE_ENV}, True)
+        warm_python().start([__file__, str(rank), str(store)], script_env(), True)
         for rank in (0, 1)
     ]
     outputs = [proc.communicate(timeout=180)[0] for proc in procs]

@@ -7,7 +7,6 @@ results; bad requests get an OpenAI-style error naming the problem."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import urllib.error
 import urllib.request
@@ -22,7 +21,7 @@ import torch.distributed as dist
 from kuberl_runtime.rewards.function import RewardFunction, load_custom_reward_function
 from kuberl_runtime.rewards.judge import JudgedFunction, JudgeService
 from kuberl_runtime.rewards.judge_http import ChatRequest
-from support.warm_python import BASE_ENV, warm_python
+from support.warm_python import script_env, warm_python
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -161,7 +160,7 @@ def _rank(rank: int, store: str) -> None:
 
 @pytest.mark.skipif(dist.is_initialized(), reason="spawns its own ranks")
 def test_two_ranks_judge_half_each_and_return_every_result(tmp_path):
-    env = {**os.environ, **BASE_ENV}
+    env = script_env()
     procs = [
         warm_python().start([__file__, str(rank), str(tmp_path / "store")], env) for rank in (0, 1)
     ]

@@ -6,7 +6,6 @@ Two gloo processes, each rank 0 of its own node (LOCAL_RANK 0), a file:// mirror
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from kuberl_runtime.checkpoint.manager import TRACKER_FILE, TrainState
 from kuberl_runtime.checkpoint.mirrored import MirroredCheckpointManager
 from kuberl_runtime.distributed import RankInfo
 from kuberl_runtime.testing.train_state import tiny_actor
-from support.warm_python import BASE_ENV, warm_python
+from support.warm_python import script_env, warm_python
 
 
 def _state(seed: int) -> TrainState:
@@ -51,7 +50,7 @@ def test_nodes_with_their_own_disks_mirror_and_resume_every_rank(tmp_path):
     procs = [
         warm_python().start(
             [__file__, str(rank), str(tmp_path / "pg"), str(tmp_path), mirror],
-            {**os.environ, **BASE_ENV},
+            script_env(),
         )
         for rank in range(2)
     ]

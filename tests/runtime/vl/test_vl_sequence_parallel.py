@@ -11,7 +11,6 @@ for packed (`use_remove_padding`, a token budget, gradient checkpointing) and pa
 from __future__ import annotations
 
 import datetime
-import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -42,11 +41,10 @@ from kuberl_runtime.testing.tiny_vl import VISION_TOKENS, build_tiny_vl_processo
 from kuberl_runtime.trainer.batch import Batch
 from kuberl_runtime.trainer.generation import prompt_batch
 from support.sp_oracle import assert_close, capture_grads, mean_over_ranks, on_rank0
-from support.warm_python import BASE_ENV, warm_python
+from support.warm_python import script_env, warm_python
 
 pytestmark = pytest.mark.runtime
 
-REPO = Path(__file__).resolve().parents[3]
 CPU = Device("cpu")
 SP = 2
 ROWS, PROMPT, RESPONSE = 4, 96, 8
@@ -177,7 +175,7 @@ def test_vl_sequence_parallel_equals_one_rank(tmp_path):
 
     model_dir = save_tiny_vl(tmp_path / "tiny-vl")
     parquet = write_rows(tmp_path / "dots.parquet")
-    env = {**os.environ, **BASE_ENV, "PYTHONPATH": str(REPO / "tests")}  # support/, as pytest's
+    env = script_env()
     args = [str(tmp_path / "store"), str(model_dir), str(parquet)]
     ranks = [
         warm_python().start([__file__, str(rank), *args], env, merge_stderr=True)
