@@ -4,7 +4,8 @@
 #   control plane: the tiers on the local cluster (cluster, e2e, realpods; a test that starts the
 #                  cluster is marked so by tests/conftest.py), one cluster, in order; they mostly
 #                  wait on the apiserver, the operator's polls, kwok and pods, so the few long
-#                  CPU-only runs (marked long_cpu: the learning demos) run here too;
+#                  runs that need no cluster (marked long_cpu: the learning demos, the Ray
+#                  launcher's local Ray head) run here too, to even out the lanes;
 #   cpu:           everything else: first the tests not marked runtime (unit tests, dry runs)
 #                  on CPU_WORKERS pytest-xdist workers (default 2; a module stays on one worker,
 #                  so its module-scoped fixtures are built once), then the runtime tests (CPU

@@ -25,7 +25,7 @@ from kuberl_runtime.distributed import free_port
 from tests.runtime.conftest import two_rank_config
 from tests.runtime.trainer.conftest import deterministic, read_metrics, read_weights
 
-pytestmark = pytest.mark.runtime
+pytestmark = [pytest.mark.runtime, pytest.mark.long_cpu]  # a local Ray head: lane 1
 
 RAY = Path(sys.executable).with_name("ray")
 

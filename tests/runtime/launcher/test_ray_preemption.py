@@ -19,7 +19,7 @@ from tests.runtime.launcher.test_ray_launcher import ray_address, two_rank_confi
 from tests.runtime.trainer.conftest import assert_same_training, run_train
 from tests.runtime.trainer.test_preemption import signal_after_first_step
 
-pytestmark = pytest.mark.runtime
+pytestmark = [pytest.mark.runtime, pytest.mark.long_cpu]  # a local Ray head: lane 1
 
 # Enough steps that the ranks cannot finish the run in the second the driver may take to pass
 # the signal on (under CI load a tiny step takes a fraction of a second).
