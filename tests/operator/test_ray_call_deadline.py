@@ -114,9 +114,13 @@ def test_a_head_answering_without_a_token_is_told_apart(head: str):
 
 
 def test_forty_dripping_heads_leave_the_gateway_to_everyone_else(head: str):
-    gateway = RayGateway(call_timeout=5, workers=32)
+    # The dripping heads' answers end at their 1 s deadline; the healthy head's answer may take
+    # up to 8 s on a loaded machine: without the deadline every gateway thread (32 for 40 heads)
+    # would drip for over an hour and the healthy call would time out at the gateway's 10 s.
+    gateway = RayGateway(call_timeout=10, workers=32)
     make = gateway.wrap(lambda url, token: RayJobsClient(url, token, timeout=1))
     slow = [make(f"{head}/drip-body/h{i}", TOKEN) for i in range(40)]
+    patient = gateway.wrap(lambda url, token: RayJobsClient(url, token, timeout=8))
 
     def poll(client: Any) -> str:
         try:
@@ -128,7 +132,7 @@ def test_forty_dripping_heads_leave_the_gateway_to_everyone_else(head: str):
         with ThreadPoolExecutor(max_workers=40) as callers:
             dripping = [callers.submit(poll, client) for client in slow]
             time.sleep(0.5)  # every gateway thread is now reading a dripping answer
-            healthy = poll(make(head, TOKEN))
+            healthy = poll(patient(head, TOKEN))
             outcomes = [call.result() for call in dripping]
     finally:
         gateway.shutdown()
