@@ -9,13 +9,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
+from support.rljobs import wait_for
 from tests.runtime.trainer.conftest import base_config
 
 pytestmark = pytest.mark.runtime
@@ -33,15 +33,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _poll(what: str, predicate, timeout: float = 120) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
 def _start_two_ranks(model_dir: Path, tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
     """A long 2-rank run, returned once both ranks have finished a step."""
     out = tmp_path / "out"
@@ -56,7 +47,7 @@ def _start_two_ranks(model_dir: Path, tmp_path: Path) -> tuple[subprocess.Popen,
         text=True,
     )
     metrics = out / "logs" / "metrics.jsonl"
-    _poll("a first step", lambda: metrics.exists() and metrics.read_text().strip())
+    wait_for("a first step", lambda: metrics.exists() and metrics.read_text().strip(), 120, 0.2)
     ranks = _children(launcher.pid)
     assert len(ranks) == 2 and all(map(_alive, ranks)), ranks
     return launcher, ranks
@@ -85,4 +76,4 @@ def test_killing_the_launcher_kills_its_ranks(two_ranks):
     launcher, ranks = two_ranks
     launcher.kill()
     launcher.communicate(timeout=60)
-    _poll("the ranks to die with their launcher", lambda: not any(map(_alive, ranks)), 60)
+    wait_for("the ranks to die with their launcher", lambda: not any(map(_alive, ranks)), 60, 0.2)
