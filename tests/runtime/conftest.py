@@ -2,7 +2,7 @@
 
 A fixture here returns a finished run's output directory and log; tests only read them (a test
 that must continue or change a run copies it first with shutil.copytree). Each test that
-compares its own run against a shared one builds it from `shared_model_dir` and the config
+compares its own run against a shared one builds it from `tiny_model_dir` and the config
 function the shared run was built from, changing only the key it tests.
 """
 
@@ -26,13 +26,14 @@ class SharedRun:
 
 
 @pytest.fixture(scope="session")
-def shared_model_dir(tmp_path_factory) -> Path:
-    """The tiny Qwen2 (seed 0) the shared runs and the runs compared with them start from."""
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """The tiny Qwen2 (seed 0) of the runtime tests' training runs, built once a session (a
+    fixture imported into another conftest or module would be a second one, built again)."""
     from transformers import AutoTokenizer
 
     from kuberl_runtime.testing.tiny import save_tiny_model
 
-    out = tmp_path_factory.mktemp("shared-models") / "tiny-qwen2"
+    out = tmp_path_factory.mktemp("models") / "tiny-qwen2"
     save_tiny_model(out, AutoTokenizer.from_pretrained(TOKENIZER_DIR), seed=0)
     return out
 
@@ -71,16 +72,16 @@ def _run(config: dict[str, Any], tmp: Path) -> SharedRun:
 
 
 @pytest.fixture(scope="session")
-def two_rank_run(shared_model_dir, tmp_path_factory) -> SharedRun:
+def two_rank_run(tiny_model_dir, tmp_path_factory) -> SharedRun:
     """`two_rank_config` on the local launcher: trainer/test_sharding's 2-rank side and
     launcher/test_ray_launcher's local reference."""
     tmp = tmp_path_factory.mktemp("shared-two-rank")
-    return _run(two_rank_config(shared_model_dir, tmp / "out"), tmp)
+    return _run(two_rank_config(tiny_model_dir, tmp / "out"), tmp)
 
 
 @pytest.fixture(scope="session")
-def gae_run(shared_model_dir, tmp_path_factory) -> SharedRun:
+def gae_run(tiny_model_dir, tmp_path_factory) -> SharedRun:
     """`gae_config` (dp 2, sp 1, fsdp_size 2): trainer/test_hsdp_train's sharded side and
     engine/test_ulysses_train's data-parallel side."""
     tmp = tmp_path_factory.mktemp("shared-gae")
-    return _run(gae_config(shared_model_dir, tmp / "out"), tmp)
+    return _run(gae_config(tiny_model_dir, tmp / "out"), tmp)

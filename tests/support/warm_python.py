@@ -110,9 +110,6 @@ class WarmProcess:
         if self.returncode is None:
             os.kill(self.pid, signum)
 
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
 

@@ -8,10 +8,9 @@ import pytest
 
 from kuberl_api.plan.from_document import plan_job_file
 from tests.runtime.algorithms.test_roll_rlvr_train import roll_example
-from tests.runtime.trainer.conftest import read_metrics, run_train, tiny_model_dir
+from tests.runtime.trainer.conftest import read_metrics, run_train
 
 pytestmark = pytest.mark.runtime
-__all__ = ["tiny_model_dir"]  # the session fixture, used here by name
 
 ROLL_FSDP2 = {
     "fsdp_size": 1,  # ROLL: <= 1 is one shard group over every rank

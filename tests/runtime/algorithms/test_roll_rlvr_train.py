@@ -13,10 +13,9 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from tests.runtime.trainer.conftest import REPO, read_metrics, run_train, tiny_model_dir
+from tests.runtime.trainer.conftest import REPO, read_metrics, run_train
 
 pytestmark = pytest.mark.runtime
-__all__ = ["tiny_model_dir"]  # the session fixture, used here by name
 
 EXAMPLE = REPO / "examples" / "roll-rlvr-fsdp2.yaml"
 

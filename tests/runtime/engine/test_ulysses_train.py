@@ -36,10 +36,10 @@ def sp_config(model_dir: Path, out: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def sp_run(shared_model_dir, tmp_path_factory) -> tuple[Path, str]:
+def sp_run(tiny_model_dir, tmp_path_factory) -> tuple[Path, str]:
     """One uninterrupted dp 1 x sp 2 run (its output and log), read by the tests below."""
     tmp = tmp_path_factory.mktemp("sp-run")
-    result = run_train(sp_config(shared_model_dir, tmp / "out"), tmp)
+    result = run_train(sp_config(tiny_model_dir, tmp / "out"), tmp)
     assert result.returncode == 0, result.stderr[-3000:]
     return tmp / "out", result.stderr
 
@@ -51,14 +51,14 @@ def test_sp_two_ranks_train_like_dp_two_ranks(sp_run, gae_run):
     assert_same_training(gae_run.out, sp_out, list(range(1, GAE_STEPS + 1)))
 
 
-def test_sp_run_killed_mid_step_resumes_bitwise(sp_run, shared_model_dir, tmp_path):
+def test_sp_run_killed_mid_step_resumes_bitwise(sp_run, tiny_model_dir, tmp_path):
     whole, _ = sp_run
     out = tmp_path / "out"
     crash = {"KUBERL_FAULT_POINT": "step_middle", "KUBERL_FAULT_STEP": "3"}
-    killed = run_train(sp_config(shared_model_dir, out), tmp_path, env=crash)
+    killed = run_train(sp_config(tiny_model_dir, out), tmp_path, env=crash)
     assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr[-3000:]
     assert (out / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
-    resumed = run_train(sp_config(shared_model_dir, out), tmp_path)
+    resumed = run_train(sp_config(tiny_model_dir, out), tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming from" in resumed.stderr and "dp 1 x sp 2" in resumed.stderr
 

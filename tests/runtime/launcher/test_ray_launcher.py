@@ -103,10 +103,10 @@ def train_on_ray(config: dict, tmp_path: Path, address: str, env: dict | None = 
     )
 
 
-def test_ray_ranks_match_local_spawn(ray_address, shared_model_dir, two_rank_run, tmp_path):
+def test_ray_ranks_match_local_spawn(ray_address, tiny_model_dir, two_rank_run, tmp_path):
     # The local side: the session's shared run of the same config (tests/runtime/conftest.py).
     local_out, ray_out = two_rank_run.out, tmp_path / "ray"
-    on_ray = train_on_ray(two_rank_config(shared_model_dir, ray_out), tmp_path, ray_address)
+    on_ray = train_on_ray(two_rank_config(tiny_model_dir, ray_out), tmp_path, ray_address)
     assert on_ray.returncode == 0, on_ray.stderr[-5000:]
     assert "ray launcher: 2 ranks on 1 node(s)" in on_ray.stderr
 

@@ -19,17 +19,6 @@ DATA_DIR = REPO / "examples" / "data" / "arith"
 DIGIT_REWARD = Path(__file__).resolve().parent / "digit_reward.py"
 
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory) -> Path:
-    from transformers import AutoTokenizer
-
-    from kuberl_runtime.testing.tiny import save_tiny_model
-
-    out = tmp_path_factory.mktemp("models") / "tiny-qwen2"
-    save_tiny_model(out, AutoTokenizer.from_pretrained(TOKENIZER_DIR), seed=0)
-    return out
-
-
 def base_config(model_dir: Path, out_dir: Path, **trainer: Any) -> dict[str, Any]:
     """GRPO with a KL loss on the arithmetic prompts, small enough for a few seconds a step."""
     return {
@@ -120,7 +109,6 @@ def read_weights(model_dir: Path) -> dict[str, Any]:
 def assert_same_training(reference: Path, other: Path, steps: list[int]) -> None:
     """Two runs' outputs trained alike: the same steps, every deterministic metric within
     rel 1e-4 (abs 1e-6), and exported weights within atol 1e-5 (rtol 1e-4)."""
-    import pytest
     import torch
 
     ref, oth = read_metrics(reference), read_metrics(other)

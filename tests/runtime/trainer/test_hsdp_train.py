@@ -17,9 +17,9 @@ pytestmark = pytest.mark.runtime
 HYBRID = "hybrid sharding (fsdp_size 1): 2 replica group(s) x 1 shard(s)"
 
 
-def test_replicated_ranks_train_like_sharded_ranks(shared_model_dir, gae_run, tmp_path):
+def test_replicated_ranks_train_like_sharded_ranks(tiny_model_dir, gae_run, tmp_path):
     out = tmp_path / "fsdp1"
-    config = gae_config(shared_model_dir, out)
+    config = gae_config(tiny_model_dir, out)
     set_key(config, "actor_rollout_ref.actor.fsdp_config.fsdp_size", 1)
     set_key(config, "critic.model.fsdp_config.fsdp_size", 1)
     result = run_train(config, tmp_path)
